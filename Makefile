@@ -1,0 +1,56 @@
+# recruit-etl: every target installs what it needs on a fresh clone.
+#   make demo   the whole job against the built-in simulator (data/warehouse.duckdb, data/exports)
+#   make test   type check, then every test
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+DEMO_PORT ?= 8787
+SOURCES := $(shell find src -name '*.ts' 2>/dev/null) tsconfig.json tsconfig.build.json
+
+.PHONY: help install build typecheck test demo run status dbt bench clean
+
+help:
+	@echo "make demo      run the nightly job against the built-in simulator, print the funnel"
+	@echo "make test      type check and run every test (unit, integration, e2e, faults)"
+	@echo "make run       run the nightly job against the real API (RECRUIT_ETL_* from the environment)"
+	@echo "make status    streams, cursors, last runs, row counts"
+	@echo "make dbt       build the same models with dbt-duckdb (after make demo)"
+	@echo "make bench     ingest benchmark (BENCH_EVENTS=1000000)"
+
+node_modules/.installed: package.json package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
+
+install: node_modules/.installed
+
+dist/.built: node_modules/.installed $(SOURCES)
+	rm -rf dist
+	npm run --silent build
+	chmod +x dist/cli.js
+	@touch $@
+
+build: dist/.built
+
+typecheck: node_modules/.installed
+	npm run --silent typecheck
+
+test: build typecheck
+	npx vitest run
+
+demo: build
+	DEMO_PORT=$(DEMO_PORT) bash scripts/demo.sh
+
+run: build
+	node dist/cli.js run
+
+status: build
+	node dist/cli.js status
+
+dbt: build
+	bash dbt/dbt.sh build
+
+bench: build
+	npm run --silent bench
+
+clean:
+	rm -rf dist data .venv dbt/target dbt/dbt_packages dbt/logs

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# make demo: start the simulator on DEMO_PORT, run the whole job against it into
+# data/warehouse.duckdb and data/exports, print the funnel per trial, stop the simulator.
+# Running it again resumes from the stored cursor and loads nothing new.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+port="${DEMO_PORT:-8787}"
+mkdir -p data
+chmod 700 data
+out=data/mock-api.out
+: > "$out"
+node dist/cli.js mock-api --port "$port" --log-level warn > "$out" 2> data/mock-api.err &
+sim=$!
+trap 'kill "$sim" 2>/dev/null || true; wait "$sim" 2>/dev/null || true' EXIT
+for _ in $(seq 1 200); do
+  grep -q '"listening"' "$out" && break
+  kill -0 "$sim" 2>/dev/null || { echo "demo: the simulator did not start:" >&2; cat data/mock-api.err >&2; exit 1; }
+  sleep 0.1
+done
+grep -q '"listening"' "$out" || { echo "demo: the simulator did not start on port $port" >&2; exit 1; }
+field() { node -e 'const o=JSON.parse(require("fs").readFileSync(process.argv[1],"utf8").split("\n")[0]); const v=o[process.argv[2]]; console.log(Array.isArray(v)?v.join(","):v)' "$out" "$1"; }
+
+export RECRUIT_ETL_BASE_URL="$(field baseUrl)"
+export RECRUIT_ETL_AUTH_URL="$(field authUrl)"
+export RECRUIT_ETL_CLIENT_ID="$(field clientId)"
+export RECRUIT_ETL_CLIENT_SECRET="demo-client-secret"
+export RECRUIT_ETL_AUDIENCE="$(field audience)"
+export RECRUIT_ETL_TRIAL_ID="$(field trialIds)"
+export RECRUIT_ETL_MICROSITE_ID="$(field micrositeId)"
+export RECRUIT_ETL_ORIGIN="$(field origin)"
+export RECRUIT_ETL_ENVIRONMENT=staging
+export RECRUIT_ETL_DB="${RECRUIT_ETL_DB:-data/warehouse.duckdb}"
+export RECRUIT_ETL_EXPORT_DIR="${RECRUIT_ETL_EXPORT_DIR:-data/exports}"
+
+echo "demo: simulator at $RECRUIT_ETL_BASE_URL serving $(field events) events for trials $RECRUIT_ETL_TRIAL_ID"
+start=$(date +%s%N)
+node dist/cli.js run --log-level "${DEMO_LOG_LEVEL:-warn}"
+end=$(date +%s%N)
+ms=$(( (end - start) / 1000000 ))
+printf 'demo: run finished in %d.%03d s\n\n' $((ms / 1000)) $((ms % 1000))
+node dist/cli.js status
+echo
+echo "demo: warehouse $RECRUIT_ETL_DB, Parquet in $RECRUIT_ETL_EXPORT_DIR"

@@ -1,0 +1,77 @@
+/**
+ * The pipeline commands: `run`, `extract`, `sites`, `transform`, `export`
+ * (DESIGN.md "CLI contract"). Parsing only; the work is `runJob`.
+ *
+ * @module
+ */
+import type { Argv, CommandModule } from 'yargs';
+import type { Need } from '../../config/config.js';
+import { runJob, type Stage } from '../../pipeline/jobs.js';
+import { prepare, type CliContext } from '../context.js';
+import { eventOptions, exportOptions, siteOptions } from '../options.js';
+
+interface StageCommand {
+  name: string;
+  describe: string;
+  stages: Stage[];
+  needs: Need[];
+  options: (y: Argv) => Argv;
+}
+
+const COMMANDS: StageCommand[] = [
+  {
+    name: 'run',
+    describe: 'the nightly job: extract → sites → transform → export (sites only when --microsite-id is set)',
+    stages: ['extract', 'sites', 'transform', 'export'],
+    needs: ['events'],
+    options: (y) => exportOptions(siteOptions(eventOptions(y))),
+  },
+  {
+    name: 'extract',
+    describe: 'page every configured stream from its stored cursor into raw.events',
+    stages: ['extract'],
+    needs: ['events'],
+    options: (y) => eventOptions(y),
+  },
+  {
+    name: 'sites',
+    describe: 'snapshot the study-website site lists into raw.site_snapshots (no token needed)',
+    stages: ['sites'],
+    needs: ['sites'],
+    options: (y) => siteOptions(y),
+  },
+  {
+    name: 'transform',
+    describe: 'rebuild every model in sql/models from the raw tables',
+    stages: ['transform'],
+    needs: [],
+    options: (y) => y,
+  },
+  {
+    name: 'export',
+    describe: 'write the marts and dimensions as Parquet with manifest.json',
+    stages: ['export'],
+    needs: [],
+    options: (y) => exportOptions(y),
+  },
+];
+
+/** yargs modules of the pipeline commands. */
+export function stageCommands(ctx: CliContext): CommandModule[] {
+  return COMMANDS.map((c) => ({
+    command: c.name,
+    describe: c.describe,
+    builder: (y: Argv) => c.options(y),
+    handler: async (argv: Record<string, unknown>) => {
+      let stages = c.stages;
+      const needs = [...c.needs];
+      if (c.name === 'run') {
+        if (argv['micrositeId'] === undefined || argv['micrositeId'] === '') stages = stages.filter((s) => s !== 'sites');
+        else needs.push('sites');
+      }
+      const { config, logger } = prepare(ctx, argv, needs);
+      if (c.name === 'run' && !stages.includes('sites')) logger.info({}, 'sites skipped: no --microsite-id configured');
+      await runJob(c.name, stages, { config, logger, signal: ctx.signal });
+    },
+  }));
+}

@@ -1,0 +1,37 @@
+/**
+ * The only place that turns errors into exit codes and the one-line stderr message
+ * (DESIGN.md "Exit codes": `recruit-etl: error: …`, no stack trace unless `--verbose`).
+ *
+ * @module
+ */
+import { EtlError, ExitCode, InterruptedError } from '../errors.js';
+
+/** Exit code and stderr text for an error. Pure: the caller writes and exits. */
+export function describeFailure(err: unknown, verbose: boolean): { exitCode: number; text: string } {
+  if (err instanceof EtlError) {
+    let text = `recruit-etl: error: ${err.message}`;
+    if (err.hint) text += ` (${err.hint})`;
+    if (verbose) text += `\n${formatVerbose(err)}`;
+    return { exitCode: err.exitCode, text };
+  }
+  if (err instanceof Error && err.name === 'AbortError') {
+    const e = new InterruptedError('SIGTERM');
+    return { exitCode: e.exitCode, text: `recruit-etl: error: ${e.message}` };
+  }
+  const message = err instanceof Error ? err.message.split('\n')[0] : String(err);
+  let text = `recruit-etl: error: unexpected failure: ${message} (run again with --verbose for the stack trace and report it)`;
+  if (verbose && err instanceof Error) text += `\n${err.stack ?? ''}`;
+  return { exitCode: ExitCode.unexpected, text };
+}
+
+function formatVerbose(err: Error): string {
+  const parts: string[] = [err.stack ?? ''];
+  let cause: unknown = err.cause;
+  let depth = 0;
+  while (cause instanceof Error && depth < 5) {
+    parts.push(`caused by: ${cause.stack ?? cause.message}`);
+    cause = cause.cause;
+    depth += 1;
+  }
+  return parts.join('\n');
+}

@@ -1,0 +1,49 @@
+/**
+ * The yargs option declarations shared by the commands (DESIGN.md "CLI contract").
+ * Every option is also `RECRUIT_ETL_<OPTION_IN_UPPER_SNAKE>` through yargs' `.env()`.
+ *
+ * @module
+ */
+import type { Argv } from 'yargs';
+import { DEFAULT_EVENT_TYPES } from '../config/config.js';
+
+/** Options every command accepts. */
+export function globalOptions<T>(y: Argv<T>) {
+  return y
+    .option('db', { type: 'string', describe: 'DuckDB warehouse file', default: 'data/warehouse.duckdb' })
+    .option('environment', { type: 'string', describe: 'environment label recorded on streams and runs (staging, production)', default: 'production' })
+    .option('memory-limit', { type: 'string', describe: 'DuckDB memory_limit', default: '1GB' })
+    .option('log-level', { type: 'string', describe: 'fatal|error|warn|info|debug|trace|silent', default: 'info' })
+    .option('verbose', { type: 'boolean', describe: 'stack traces on failure, debug logs', default: false });
+}
+
+/** Options of the commands that read the events endpoint. */
+export function eventOptions<T>(y: Argv<T>) {
+  return y
+    .option('base-url', { type: 'string', describe: "API base URL, the spec's {base_url} (required)" })
+    .option('auth-url', { type: 'string', describe: "token host, the spec's {auth_url}; POST {auth_url}/oauth/token (required)" })
+    .option('client-id', { type: 'string', describe: 'OAuth 2.0 client id for this environment (required)' })
+    .option('client-secret', { type: 'string', describe: 'client secret: prefer RECRUIT_ETL_CLIENT_SECRET or --client-secret-file' })
+    .option('client-secret-file', { type: 'string', describe: 'file holding the client secret (systemd credentials, Kubernetes secrets)' })
+    .option('audience', { type: 'string', describe: 'OAuth 2.0 audience of the API (required)' })
+    .option('trial-id', { type: 'string', array: true, describe: 'trial id, repeatable or comma-separated (required)' })
+    .option('event-type', { type: 'string', array: true, describe: `event type, repeatable or comma-separated (default: ${DEFAULT_EVENT_TYPES.join(', ')})` })
+    .option('page-size', { type: 'number', describe: "events per page (limit) on a new stream's first request; default: the server's" })
+    .option('batch-pages', { type: 'number', describe: 'pages per commit (events and cursor commit together)', default: 10 })
+    .option('max-retry-after', { type: 'number', describe: 'longest Retry-After honoured, seconds; longer fails with exit 4', default: 120 })
+    .option('deadline', { type: 'number', describe: 'deadline for all upstream calls of the run, seconds' });
+}
+
+/** Options of the commands that read the site list. */
+export function siteOptions<T>(y: Argv<T>) {
+  return y
+    .option('base-url', { type: 'string', describe: "API base URL, the spec's {base_url} (required)" })
+    .option('trial-id', { type: 'string', array: true, describe: 'trial id, repeatable or comma-separated (required)' })
+    .option('microsite-id', { type: 'string', describe: 'study-website (microsite) id (required for sites)' })
+    .option('origin', { type: 'string', describe: 'Origin header the site list is authorized by (required for sites)' });
+}
+
+/** Options of the commands that write exports. */
+export function exportOptions<T>(y: Argv<T>) {
+  return y.option('export-dir', { type: 'string', describe: 'Parquet export folder', default: 'data/exports' });
+}

@@ -1,0 +1,190 @@
+/**
+ * The jobs behind the CLI commands: each opens the warehouse once, records itself in
+ * `etl.runs`, runs its stages and closes everything in `finally`. The CLI only parses
+ * options and maps errors to exit codes (STYLE.md "A thin CLI over a library core").
+ *
+ * @module
+ */
+import { EtlError, InterruptedError } from '../errors.js';
+import type { Config } from '../config/config.js';
+import { type Logger, silentLogger } from '../log/logger.js';
+import { extractEvents, type ExtractResult } from '../extract/extractEvents.js';
+import { snapshotSites, type SnapshotSitesResult } from '../extract/snapshotSites.js';
+import { exportParquet, type Manifest } from '../export/exportParquet.js';
+import { runTransform, type TransformResult } from '../transform/runTransform.js';
+import { HttpClient } from '../upstream/http.js';
+import { TokenProvider } from '../upstream/auth.js';
+import { EventsClient } from '../upstream/events.js';
+import { SitesClient } from '../upstream/sites.js';
+import { newRunId, RunLog, type RunCounts } from '../warehouse/RunLog.js';
+import { Warehouse } from '../warehouse/Warehouse.js';
+import { readStatus, type WarehouseStatus } from '../warehouse/readStatus.js';
+
+/** Stages a job can run, in pipeline order. */
+export type Stage = 'extract' | 'sites' | 'transform' | 'export';
+
+/** Dependencies a job can be given (tests inject them; the CLI builds the defaults). */
+export interface JobContext {
+  config: Config;
+  logger?: Logger;
+  signal?: AbortSignal;
+  /** HTTP dispatcher options for tests (e.g. short timeouts). */
+  http?: HttpClient;
+}
+
+/** What a job did: one entry per stage that ran. */
+export interface JobResult {
+  runId: string;
+  command: string;
+  extract?: ExtractResult;
+  sites?: SnapshotSitesResult;
+  transform?: TransformResult;
+  export?: Manifest;
+  durationMs: number;
+}
+
+function counts(r: JobResult): RunCounts {
+  return {
+    eventsLoaded: r.extract?.eventsLoaded ?? 0,
+    pagesFetched: r.extract?.pages ?? 0,
+    sitesLoaded: r.sites?.sites ?? 0,
+    modelsBuilt: r.transform?.models.length ?? 0,
+    filesExported: r.export?.files.length ?? 0,
+  };
+}
+
+function summary(r: JobResult): Record<string, unknown> {
+  return {
+    extract: r.extract && {
+      stream: r.extract.streamId,
+      pages: r.extract.pages,
+      events: r.extract.eventsLoaded,
+      duplicatesSkipped: r.extract.duplicatesSkipped,
+      streamEventCount: r.extract.streamEventCount,
+      resumed: r.extract.resumed,
+    },
+    sites: r.sites,
+    transform: r.transform && { models: r.transform.models.length, dq: r.transform.dq },
+    export: r.export && { files: r.export.files.map((f) => ({ model: f.model, rows: f.rows })) },
+  };
+}
+
+/**
+ * Run `stages` in pipeline order as one recorded run.
+ *
+ * @param command the CLI command name recorded in `etl.runs`
+ * @throws {EtlError} the first stage failure (after it is recorded in `etl.runs`)
+ */
+export async function runJob(command: string, stages: readonly Stage[], ctx: JobContext): Promise<JobResult> {
+  const { config } = ctx;
+  const logger = ctx.logger ?? silentLogger();
+  const started = Date.now();
+  const runId = newRunId();
+  const result: JobResult = { runId, command, durationMs: 0 };
+  const wh = await Warehouse.open(config.db, { memoryLimit: config.memoryLimit, logger });
+  const ownsHttp = ctx.http === undefined;
+  let http: HttpClient | undefined = ctx.http;
+  try {
+    await wh.migrate();
+    const runLog = new RunLog(wh);
+    await runLog.start(runId, command, config.environment);
+    logger.info({ runId, command, stages }, 'run started');
+    try {
+      const needsHttp = stages.includes('extract') || stages.includes('sites');
+      if (needsHttp && !http) {
+        http = new HttpClient({
+          logger,
+          policy: {
+            maxRetryAfterMs: config.maxRetryAfter * 1000,
+            ...(config.deadline !== undefined ? { deadlineMs: Date.now() + config.deadline * 1000 } : {}),
+          },
+        });
+      }
+      const signalOpt = ctx.signal ? { signal: ctx.signal } : {};
+      if (stages.includes('extract')) {
+        const tokens = new TokenProvider({
+          credentials: {
+            authUrl: config.authUrl!,
+            clientId: config.clientId!,
+            clientSecret: config.clientSecret!,
+            audience: config.audience!,
+          },
+          http: http!,
+          logger,
+        });
+        const client = new EventsClient({ baseUrl: config.baseUrl!, http: http!, tokens, logger });
+        result.extract = await extractEvents({
+          wh,
+          client,
+          baseUrl: config.baseUrl!,
+          environment: config.environment,
+          trialIds: config.trialId,
+          eventTypes: config.eventType,
+          ...(config.pageSize !== undefined ? { pageSize: config.pageSize } : {}),
+          batchPages: config.batchPages,
+          runId,
+          logger,
+          ...signalOpt,
+        });
+      }
+      throwIfAborted(ctx.signal);
+      if (stages.includes('sites')) {
+        const client = new SitesClient({ baseUrl: config.baseUrl!, origin: config.origin!, http: http!, logger });
+        result.sites = await snapshotSites({
+          wh,
+          client,
+          micrositeId: config.micrositeId!,
+          trialIds: config.trialId,
+          runId,
+          logger,
+          ...signalOpt,
+        });
+      }
+      throwIfAborted(ctx.signal);
+      if (stages.includes('transform')) {
+        result.transform = await runTransform(wh, { logger });
+      }
+      throwIfAborted(ctx.signal);
+      if (stages.includes('export')) {
+        result.export = await exportParquet({ wh, exportDir: config.exportDir, runId, logger });
+      }
+      result.durationMs = Date.now() - started;
+      await runLog.finish(runId, 'succeeded', counts(result), summary(result));
+      await wh.checkpoint();
+      logger.info({ runId, durationMs: result.durationMs, ...counts(result) }, 'run finished');
+      return result;
+    } catch (err) {
+      result.durationMs = Date.now() - started;
+      const status = err instanceof InterruptedError || ctx.signal?.aborted ? 'interrupted' : 'failed';
+      const line = err instanceof EtlError ? err.message : 'unexpected error';
+      try {
+        await runLog.finish(runId, status, counts(result), summary(result), line);
+      } catch {
+        // The warehouse itself may be what failed; the CLI still reports the original error.
+      }
+      throw err;
+    }
+  } finally {
+    if (ownsHttp && http) await http.close();
+    await wh.close();
+  }
+}
+
+function throwIfAborted(signal: AbortSignal | undefined): void {
+  if (!signal?.aborted) return;
+  const reason: unknown = signal.reason;
+  throw reason instanceof InterruptedError ? reason : new InterruptedError('SIGTERM');
+}
+
+/**
+ * Read the warehouse state for `status` (read-only; fails with exit 5 while a run holds the file).
+ * @throws {LockError} {@link WarehouseError}
+ */
+export async function statusJob(config: Config): Promise<WarehouseStatus> {
+  const wh = await Warehouse.open(config.db, { readOnly: true, memoryLimit: config.memoryLimit });
+  try {
+    return await readStatus(wh);
+  } finally {
+    await wh.close();
+  }
+}

@@ -1,0 +1,61 @@
+/**
+ * The run log `etl.runs`: one row per command run, with counts and the error line.
+ *
+ * @module
+ */
+import { randomBytes } from 'node:crypto';
+import type { Warehouse } from './Warehouse.js';
+
+/** Final state of a run. */
+export type RunStatus = 'running' | 'succeeded' | 'failed' | 'interrupted';
+
+/** Counters recorded on a run. */
+export interface RunCounts {
+  eventsLoaded?: number;
+  pagesFetched?: number;
+  sitesLoaded?: number;
+  modelsBuilt?: number;
+  filesExported?: number;
+}
+
+/** A new run id: `YYYYMMDDTHHMMSSZ-xxxxxx` (UTC time + 6 hex), sortable by start time. */
+export function newRunId(now: Date = new Date()): string {
+  const stamp = now.toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z');
+  return `${stamp}-${randomBytes(3).toString('hex')}`;
+}
+
+/** Writes `etl.runs`. */
+export class RunLog {
+  constructor(private readonly wh: Warehouse) {}
+
+  /** Record the start of a run. */
+  async start(runId: string, command: string, environment: string | null): Promise<void> {
+    await this.wh.run(
+      "insert into etl.runs (run_id, command, environment, started_at, status) values (?, ?, ?, now(), 'running')",
+      [runId, command, environment],
+    );
+  }
+
+  /**
+   * Record the end of a run.
+   * @param error the one-line error (already free of secrets and payloads), if it failed
+   */
+  async finish(runId: string, status: RunStatus, counts: RunCounts, summary: unknown, error?: string): Promise<void> {
+    await this.wh.run(
+      `update etl.runs set finished_at = now(), status = ?, events_loaded = ?, pages_fetched = ?, sites_loaded = ?,
+         models_built = ?, files_exported = ?, summary = ?::json, error = ?
+       where run_id = ?`,
+      [
+        status,
+        counts.eventsLoaded ?? 0,
+        counts.pagesFetched ?? 0,
+        counts.sitesLoaded ?? 0,
+        counts.modelsBuilt ?? 0,
+        counts.filesExported ?? 0,
+        JSON.stringify(summary ?? {}),
+        error ?? null,
+        runId,
+      ],
+    );
+  }
+}

@@ -1,0 +1,269 @@
+/**
+ * The DuckDB warehouse handle: one instance and one connection per process, explicit
+ * transactions, migrations, and DuckDB errors mapped to the exit codes of DESIGN.md.
+ *
+ * `@duckdb/node-api` is imported only in `src/warehouse/` (STYLE.md).
+ *
+ * @module
+ */
+import { mkdirSync, readdirSync, readFileSync, chmodSync, existsSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { DuckDBConnection, DuckDBInstance, type DuckDBValue } from '@duckdb/node-api';
+import { LockError, WarehouseError } from '../errors.js';
+import { type Logger, silentLogger } from '../log/logger.js';
+import { WAREHOUSE_SQL_DIR } from '../paths.js';
+
+/** Options of {@link Warehouse.open}. */
+export interface WarehouseOptions {
+  /** Open read-only (analysts, `status`). Default false. */
+  readOnly?: boolean;
+  /** DuckDB `memory_limit`, e.g. `'1GB'`. Default `'1GB'` (DuckDB's own default is 80 % of RAM; RELIABILITY.md). */
+  memoryLimit?: string;
+  /** DuckDB `threads`. Default: DuckDB's (the core count). */
+  threads?: number;
+  /** DuckDB `temp_directory` for spilling. Default `<db>.tmp` beside the file. */
+  tempDirectory?: string;
+  logger?: Logger;
+}
+
+/** Parameter values accepted by {@link Warehouse.run} and {@link Warehouse.all}. */
+export type SqlParam = DuckDBValue;
+
+/** Matches DuckDB's lock refusal: `Could not set lock on file "…": Conflicting lock is held in … (PID n)`. */
+const LOCK_RE = /Could not set lock on file|Conflicting lock is held/i;
+const FATAL_RE = /database has been invalidated|FATAL Error|INTERNAL Error/i;
+const DISK_RE = /No space left on device|disk is full|could not write/i;
+
+/**
+ * Translate a DuckDB error into a {@link WarehouseError} or {@link LockError}.
+ * Messages keep DuckDB's text (it never holds secrets; it may name the file).
+ */
+export function mapDuckDbError(err: unknown, what: string, path?: string): Error {
+  const msg = err instanceof Error ? err.message : String(err);
+  if (LOCK_RE.test(msg)) {
+    const pid = /PID (\d+)/.exec(msg)?.[1];
+    return new LockError(
+      `another process${pid ? ` (PID ${pid})` : ''} holds the database ${path ?? ''}`.trim(),
+      {
+        cause: err,
+        hint: 'wait for the other run to finish; analysts read the published copy (warehouse.readonly.duckdb) or the Parquet exports, never the live file',
+      },
+    );
+  }
+  if (FATAL_RE.test(msg)) {
+    return new WarehouseError(`fatal DuckDB error while ${what}: ${firstLine(msg)}`, {
+      cause: err,
+      hint: 'the database instance is unusable; the run stops here, committed batches are kept. Check the disk and run again',
+    });
+  }
+  if (DISK_RE.test(msg)) {
+    return new WarehouseError(`the disk refused a write while ${what}: ${firstLine(msg)}`, {
+      cause: err,
+      hint: 'free disk space and run again; committed batches are kept',
+    });
+  }
+  return new WarehouseError(`DuckDB failed while ${what}: ${firstLine(msg)}`, { cause: err });
+}
+
+function firstLine(s: string): string {
+  const line = s.split('\n')[0] ?? s;
+  return line.length > 500 ? `${line.slice(0, 500)}…` : line;
+}
+
+/**
+ * One open DuckDB database. Open it once per process with {@link Warehouse.open} and
+ * {@link Warehouse.close} it in `finally`: closing the instance releases the file lock.
+ */
+export class Warehouse {
+  /** Absolute path of the database file, or `:memory:`. */
+  readonly path: string;
+  readonly readOnly: boolean;
+  private readonly instance: DuckDBInstance;
+  private readonly conn: DuckDBConnection;
+  private readonly logger: Logger;
+  private inTransaction = false;
+  private closed = false;
+
+  private constructor(path: string, readOnly: boolean, instance: DuckDBInstance, conn: DuckDBConnection, logger: Logger) {
+    this.path = path;
+    this.readOnly = readOnly;
+    this.instance = instance;
+    this.conn = conn;
+    this.logger = logger;
+  }
+
+  /**
+   * Open (and create, unless read-only) the database file. A new file and its folder are
+   * created 0600 / 0700 (RELIABILITY.md "Files").
+   *
+   * @param path file path, or `:memory:`
+   * @throws {LockError} another process holds the file (exit 5)
+   * @throws {WarehouseError} the file cannot be opened (exit 7)
+   */
+  static async open(path: string, options: WarehouseOptions = {}): Promise<Warehouse> {
+    const readOnly = options.readOnly ?? false;
+    const abs = path === ':memory:' ? path : resolve(path);
+    const config: Record<string, string> = {
+      memory_limit: options.memoryLimit ?? '1GB',
+    };
+    if (options.threads !== undefined) config['threads'] = String(options.threads);
+    if (abs !== ':memory:') {
+      if (readOnly) {
+        if (!existsSync(abs)) {
+          throw new WarehouseError(`the database ${abs} does not exist`, {
+            hint: 'run `recruit-etl extract` (or `make demo`) first',
+          });
+        }
+        config['access_mode'] = 'READ_ONLY';
+      } else {
+        mkdirSync(dirname(abs), { recursive: true, mode: 0o700 });
+        config['temp_directory'] = options.tempDirectory ?? `${abs}.tmp`;
+      }
+    }
+    let instance: DuckDBInstance;
+    try {
+      instance = await DuckDBInstance.create(abs, config);
+    } catch (err) {
+      throw mapDuckDbError(err, `opening ${abs}`, abs);
+    }
+    if (abs !== ':memory:' && !readOnly) {
+      try {
+        chmodSync(abs, 0o600);
+      } catch {
+        // The file may not exist until the first write; the CLI's umask covers it then.
+      }
+    }
+    const conn = await instance.connect();
+    const wh = new Warehouse(abs, readOnly, instance, conn, options.logger ?? silentLogger());
+    // Stage every timestamp as UTC regardless of the machine (DOMAIN.md "Time zones").
+    await wh.run("set TimeZone = 'UTC'");
+    return wh;
+  }
+
+  /**
+   * Run one statement (with positional `?`/`$1` parameters) or several statements (no parameters).
+   * @throws {WarehouseError}
+   */
+  async run(sql: string, params?: SqlParam[]): Promise<void> {
+    try {
+      await this.conn.run(sql, params);
+    } catch (err) {
+      throw mapDuckDbError(err, 'running SQL', this.path);
+    }
+  }
+
+  /**
+   * Run a query and return every row as an object of JS values
+   * (BIGINT → bigint, INTEGER/DOUBLE → number, VARCHAR/JSON → string, TIMESTAMP(TZ) → Date, LIST → array).
+   * @throws {WarehouseError}
+   */
+  async all<T = Record<string, unknown>>(sql: string, params?: SqlParam[]): Promise<T[]> {
+    try {
+      const reader = await this.conn.runAndReadAll(sql, params);
+      return reader.getRowObjectsJS() as T[];
+    } catch (err) {
+      throw mapDuckDbError(err, 'querying', this.path);
+    }
+  }
+
+  /** First row of {@link all}, or undefined. */
+  async one<T = Record<string, unknown>>(sql: string, params?: SqlParam[]): Promise<T | undefined> {
+    const rows = await this.all<T>(sql, params);
+    return rows[0];
+  }
+
+  /**
+   * Run `fn` inside `BEGIN … COMMIT`. On any error: `ROLLBACK`, never `COMMIT`
+   * (RELIABILITY.md: after a constraint error DuckDB's COMMIT silently rolls back; after a
+   * binder error it would keep the statements that succeeded). Not reentrant.
+   *
+   * @throws whatever `fn` throws, after the rollback
+   */
+  async transaction<T>(fn: () => Promise<T>): Promise<T> {
+    if (this.inTransaction) throw new WarehouseError('nested transaction (bug)');
+    this.inTransaction = true;
+    try {
+      await this.run('begin transaction');
+      let result: T;
+      try {
+        result = await fn();
+      } catch (err) {
+        await this.rollbackQuietly();
+        throw err;
+      }
+      await this.run('commit');
+      return result;
+    } finally {
+      this.inTransaction = false;
+    }
+  }
+
+  private async rollbackQuietly(): Promise<void> {
+    try {
+      await this.conn.run('rollback');
+    } catch (err) {
+      this.logger.warn({ err: { message: firstLine(String((err as Error)?.message ?? err)) } }, 'rollback failed');
+    }
+  }
+
+  /** True while {@link transaction} is running. */
+  get busy(): boolean {
+    return this.inTransaction;
+  }
+
+  /**
+   * Apply the numbered migrations of `sql/warehouse/` that are not yet recorded in
+   * `etl.schema_migrations`, each in its own transaction.
+   * @throws {WarehouseError}
+   */
+  async migrate(dir: string = WAREHOUSE_SQL_DIR): Promise<string[]> {
+    await this.run(
+      'create schema if not exists etl; create table if not exists etl.schema_migrations (version integer primary key, name varchar not null, applied_at timestamptz not null)',
+    );
+    const applied = new Set(
+      (await this.all<{ version: number }>('select version from etl.schema_migrations')).map((r) => r.version),
+    );
+    const files = readdirSync(dir)
+      .filter((f) => /^\d+_.*\.sql$/.test(f))
+      .sort();
+    const done: string[] = [];
+    for (const file of files) {
+      const version = Number.parseInt(file, 10);
+      if (applied.has(version)) continue;
+      const sql = readFileSync(join(dir, file), 'utf8');
+      await this.transaction(async () => {
+        await this.run(sql);
+        await this.run('insert into etl.schema_migrations values (?, ?, now())', [version, file]);
+      });
+      done.push(file);
+    }
+    if (done.length > 0) this.logger.info({ migrations: done }, 'warehouse migrated');
+    return done;
+  }
+
+  /** `CHECKPOINT`: fold the WAL into the file (end of a good run; RELIABILITY.md). */
+  async checkpoint(): Promise<void> {
+    await this.run('checkpoint');
+  }
+
+  /** Escape hatch for the writers in this folder: the raw connection. */
+  connection(): DuckDBConnection {
+    return this.conn;
+  }
+
+  /** Close the connection and the instance (releases the file lock). Idempotent. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    try {
+      this.conn.closeSync();
+    } finally {
+      this.instance.closeSync();
+    }
+  }
+}
+
+/** Quote an SQL string literal (for paths in COPY / read_csv, which take no parameters). */
+export function sqlString(value: string): string {
+  return `'${value.replaceAll("'", "''")}'`;
+}

@@ -1,0 +1,96 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { join } from 'node:path';
+import { statSync } from 'node:fs';
+import { Warehouse } from '../../../src/warehouse/Warehouse.js';
+import { RawEventWriter } from '../../../src/warehouse/RawEventWriter.js';
+import { StreamStore } from '../../../src/warehouse/StreamStore.js';
+import { UpstreamContractError } from '../../../src/errors.js';
+import { tempDir } from '../../helpers/tmp.js';
+
+function body(events: object[], next = 'http://h/next', more = true): string {
+  return JSON.stringify({ events, pagination: { nextPage: next, hasNextPage: more } });
+}
+const ev = (id: string, extra: object = {}) => ({
+  id,
+  eventType: 'v1.patient.statusChanged',
+  publishedTime: '2026-01-05T08:00:00.123Z',
+  message: { patientStatus: 'preScreening', referralSubjectId: 'RS-1' },
+  ...extra,
+});
+
+describe('RawEventWriter', () => {
+  let tmp: ReturnType<typeof tempDir>;
+  let wh: Warehouse;
+  beforeEach(async () => {
+    tmp = tempDir();
+    wh = await Warehouse.open(join(tmp.dir, 'w.duckdb'));
+    await wh.migrate();
+  });
+  afterEach(async () => {
+    await wh.close();
+    tmp.cleanup();
+  });
+
+  it('appends pages at contiguous positions in page order, envelope and message as sent', async () => {
+    const w = new RawEventWriter(wh);
+    const r = await wh.transaction(() =>
+      w.appendPages('s1', 0, [
+        { bodyText: body([ev('z'), ev('a', { name: 'x', unknownKey: { deep: [1, 2] } })]), pageNumber: 1 },
+        { bodyText: body([{ id: 'm', name: 'v1.patient.created', publishedTime: '2026-01-05T10:00:00+02:00', message: { a: 1 } }]), pageNumber: 2 },
+      ], 'run1'),
+    );
+    expect(r).toEqual({ inserted: 3, duplicates: 0, lastPosition: 3 });
+    const rows = await wh.all<{ p: bigint; id: string; t: string; pt: string | null; env: string; msg: string }>(
+      `select stream_position as p, event_id as id, event_type as t, strftime(published_time, '%Y-%m-%dT%H:%M:%S.%gZ') as pt,
+              envelope::varchar as env, message::varchar as msg from raw.events order by stream_position`,
+    );
+    expect(rows.map((x) => [Number(x.p), x.id, x.t])).toEqual([
+      [1, 'z', 'v1.patient.statusChanged'],
+      [2, 'a', 'v1.patient.statusChanged'],
+      [3, 'm', 'v1.patient.created'],
+    ]);
+    expect(rows[2]!.pt).toBe('2026-01-05T08:00:00.000Z');
+    expect(JSON.parse(rows[1]!.env)).toEqual(ev('a', { name: 'x', unknownKey: { deep: [1, 2] } }));
+    expect(JSON.parse(rows[2]!.msg)).toEqual({ a: 1 });
+  });
+
+  it('keeps unparseable publishedTime as NULL without failing', async () => {
+    const w = new RawEventWriter(wh);
+    await wh.transaction(() => w.appendPages('s1', 0, [{ bodyText: body([ev('a', { publishedTime: 'yesterday' }), ev('b', { publishedTime: '2026-01-05T08:00:00Z' })]), pageNumber: 1 }], 'r'));
+    const rows = await wh.all<{ n: bigint }>('select count(*) as n from raw.events where published_time is null');
+    expect(Number(rows[0]!.n)).toBe(1);
+  });
+
+  it('skips an id re-sent with the same payload, within and across batches', async () => {
+    const w = new RawEventWriter(wh);
+    await wh.transaction(() => w.appendPages('s1', 0, [{ bodyText: body([ev('a'), ev('b'), ev('a')]), pageNumber: 1 }], 'r'));
+    const r2 = await wh.transaction(() => w.appendPages('s1', 2, [{ bodyText: body([ev('b'), ev('c')]), pageNumber: 2 }], 'r'));
+    expect(r2).toEqual({ inserted: 1, duplicates: 1, lastPosition: 3 });
+    const ids = (await wh.all<{ id: string }>('select event_id as id from raw.events order by stream_position')).map((x) => x.id);
+    expect(ids).toEqual(['a', 'b', 'c']);
+  });
+
+  it('refuses the same id with another payload and commits nothing of the batch', async () => {
+    const w = new RawEventWriter(wh);
+    const store = new StreamStore(wh);
+    await store.activate({ streamId: 's1', name: 'n', environment: 'e', apiOrigin: 'http://h', trialIds: ['T'], eventTypes: ['x'] });
+    await wh.transaction(async () => {
+      await w.appendPages('s1', 0, [{ bodyText: body([ev('a')]), pageNumber: 1 }], 'r');
+      await store.saveCursor('s1', 'http://h/c1', true, 1);
+    });
+    await expect(
+      wh.transaction(async () => {
+        await w.appendPages('s1', 1, [{ bodyText: body([ev('b'), ev('a', { message: { patientStatus: 'enrolled' } })]), pageNumber: 7 }], 'r');
+        await store.saveCursor('s1', 'http://h/c2', true, 3);
+      }),
+    ).rejects.toThrow(UpstreamContractError);
+    const n = await wh.one<{ n: bigint }>('select count(*) as n from raw.events');
+    expect(Number(n!.n)).toBe(1);
+    expect((await store.get('s1'))!.nextPage).toBe('http://h/c1');
+  });
+
+  it('creates the database file 0600 in a 0700 folder', async () => {
+    await wh.checkpoint();
+    expect(statSync(wh.path).mode & 0o777).toBe(0o600);
+  });
+});
