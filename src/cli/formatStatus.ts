@@ -21,7 +21,7 @@ function age(seconds: number | null): string {
 
 /** Render the status as text sections: streams, runs, rows, funnel. */
 export function formatStatus(s: WarehouseStatus): string {
-  const out: string[] = [`warehouse: ${s.path}`, ''];
+  const out: string[] = [`warehouse: ${s.path}`, ...(s.note ? [`note: ${s.note}`] : []), ''];
   out.push('streams');
   out.push(
     s.streams.length === 0

@@ -16,6 +16,9 @@ import { statusCommand } from './commands/status.js';
 import { mockApiCommand } from './commands/mockApi.js';
 import { readFileSync } from 'node:fs';
 
+/** Longest wait after SIGINT / SIGTERM before the process exits regardless, in ms. */
+const GRACE_MS = 5_000;
+
 /** Streams and process hooks of one invocation (tests pass their own). */
 export interface RunIo {
   stdout?: Writable;
@@ -60,7 +63,10 @@ export async function run(argv: readonly string[], io: RunIo = {}): Promise<numb
       // A second signal: stop now; DuckDB discards the uncommitted transaction.
       process.exit(new InterruptedError(signal).exitCode);
     }
-    controller.abort(new InterruptedError(signal));
+    const interrupted = new InterruptedError(signal);
+    controller.abort(interrupted);
+    // The current commit finishes or rolls back within moments; never hang the scheduler.
+    setTimeout(() => process.exit(interrupted.exitCode), GRACE_MS).unref();
   };
   const sigint = () => onSignal('SIGINT');
   const sigterm = () => onSignal('SIGTERM');

@@ -5,7 +5,7 @@
  *
  * @module
  */
-import { EtlError, InterruptedError } from '../errors.js';
+import { EtlError, InterruptedError, LockError } from '../errors.js';
 import type { Config } from '../config/config.js';
 import { type Logger, silentLogger } from '../log/logger.js';
 import { extractEvents, type ExtractResult } from '../extract/extractEvents.js';
@@ -19,6 +19,9 @@ import { SitesClient } from '../upstream/sites.js';
 import { newRunId, RunLog, type RunCounts } from '../warehouse/RunLog.js';
 import { Warehouse } from '../warehouse/Warehouse.js';
 import { readStatus, type WarehouseStatus } from '../warehouse/readStatus.js';
+import { publishedCopyPath, publishReadOnlyCopy } from '../warehouse/publishCopy.js';
+import { existsSync } from 'node:fs';
+import { resolve } from 'node:path';
 
 /** Stages a job can run, in pipeline order. */
 export type Stage = 'extract' | 'sites' | 'transform' | 'export';
@@ -40,6 +43,8 @@ export interface JobResult {
   sites?: SnapshotSitesResult;
   transform?: TransformResult;
   export?: Manifest;
+  /** The read-only copy published for analysts after a successful run. */
+  publishedCopy?: string;
   durationMs: number;
 }
 
@@ -150,7 +155,7 @@ export async function runJob(command: string, stages: readonly Stage[], ctx: Job
       }
       result.durationMs = Date.now() - started;
       await runLog.finish(runId, 'succeeded', counts(result), summary(result));
-      await wh.checkpoint();
+      if (wh.path !== ':memory:') result.publishedCopy = await publishReadOnlyCopy(wh, runId);
       logger.info({ runId, durationMs: result.durationMs, ...counts(result) }, 'run finished');
       return result;
     } catch (err) {
@@ -181,9 +186,21 @@ function throwIfAborted(signal: AbortSignal | undefined): void {
  * @throws {LockError} {@link WarehouseError}
  */
 export async function statusJob(config: Config): Promise<WarehouseStatus> {
-  const wh = await Warehouse.open(config.db, { readOnly: true, memoryLimit: config.memoryLimit });
+  let wh: Warehouse;
+  let note: string | undefined;
   try {
-    return await readStatus(wh);
+    wh = await Warehouse.open(config.db, { readOnly: true, memoryLimit: config.memoryLimit });
+  } catch (err) {
+    // A run holds the live file: show the copy published by the last successful run.
+    const copy = publishedCopyPath(resolve(config.db));
+    if (!(err instanceof LockError) || !existsSync(copy)) throw err;
+    wh = await Warehouse.open(copy, { readOnly: true, memoryLimit: config.memoryLimit });
+    note = `a run holds ${config.db}; showing the copy published by the last successful run`;
+  }
+  try {
+    const status = await readStatus(wh);
+    if (note) status.note = note;
+    return status;
   } finally {
     await wh.close();
   }

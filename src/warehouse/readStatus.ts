@@ -32,6 +32,8 @@ export interface RunStatusLine {
 /** The whole status. */
 export interface WarehouseStatus {
   path: string;
+  /** Why the status shows something other than the live file, if it does. */
+  note?: string;
   streams: StreamStatus[];
   runs: RunStatusLine[];
   rows: Record<string, number>;

@@ -1,0 +1,183 @@
+/**
+ * OAuth 2.0 client-credentials token cache (spec §2.1, §2.2, §4.1, §5; DESIGN.md
+ * guarantees 5 and 6): one token per lifetime, refreshed shortly before it expires and once
+ * after a 401, one request in flight however many callers wait.
+ *
+ * The token and the client secret never appear in a log line or an error message.
+ *
+ * @module
+ */
+import { z } from 'zod';
+import { AuthError, ConfigError, UpstreamContractError } from '../errors.js';
+import { silentLogger, type Logger } from '../log/logger.js';
+import type { HttpClient, HttpResponse } from './http.js';
+import { parseJsonBody } from './json.js';
+
+/** The client credentials of one environment (spec §2.1, §5.5). */
+export interface ClientCredentials {
+  /** The spec's `{auth_url}`; the token is requested from `{authUrl}/oauth/token`. */
+  authUrl: string;
+  /** `client_id`. */
+  clientId: string;
+  /** `client_secret`; sent in the request body only, never logged. */
+  clientSecret: string;
+  /** `audience`: the identifier of the requested API. */
+  audience: string;
+}
+
+/** Token response (spec §2.2), open set: unknown keys are kept and ignored. */
+const TokenResponse = z.looseObject({
+  access_token: z.string().min(1),
+  expires_in: z.number().positive().finite(),
+  token_type: z.string().refine((t) => t.toLowerCase() === 'bearer'),
+});
+
+/** OAuth error body (RFC 6749 §5.2); only a token-shaped `error` code is ever quoted. */
+const OAuthError = z.looseObject({ error: z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/) });
+
+/** Refresh margin in ms for a lifetime in ms: a tenth of it, at most 60 s (DESIGN.md guarantee 5). */
+export function refreshMarginMs(lifetimeMs: number): number {
+  return Math.min(60_000, lifetimeMs / 10);
+}
+
+interface CachedToken {
+  token: string;
+  /** Epoch ms at which the request that issued it was sent (conservative). */
+  issuedAt: number;
+  /** expires_in in ms. */
+  lifetimeMs: number;
+}
+
+/**
+ * Issues and caches bearer tokens.
+ *
+ * A token is reused until `now >= issuedAt + expires_in - margin`, with
+ * `margin = min(60 s, expires_in / 10)` and `issuedAt` the time the token request was sent.
+ */
+export class TokenProvider {
+  /** Counters: `requests` = token requests made (logical requests; HTTP retries not counted). */
+  readonly stats = { requests: 0 };
+  private readonly credentials: ClientCredentials;
+  private readonly http: HttpClient;
+  private readonly now: () => number;
+  private readonly log: Logger;
+  private readonly tokenUrl: string;
+  private cached: CachedToken | undefined;
+  private inFlight: Promise<string> | undefined;
+
+  /**
+   * @param opts.credentials the environment's client credentials
+   * @param opts.http the shared {@link HttpClient}
+   * @param opts.now clock, epoch ms (default `Date.now`)
+   * @param opts.logger pino logger (default silent)
+   */
+  constructor(opts: { credentials: ClientCredentials; http: HttpClient; now?: () => number; logger?: Logger }) {
+    this.credentials = opts.credentials;
+    this.http = opts.http;
+    this.now = opts.now ?? Date.now;
+    this.log = (opts.logger ?? silentLogger()).child({ component: 'upstream.auth' });
+    this.tokenUrl = `${opts.credentials.authUrl.replace(/\/+$/, '')}/oauth/token`;
+  }
+
+  /**
+   * A valid bearer token: the cached one, or a new one. Concurrent callers share ONE request.
+   *
+   * @param signal aborts this caller's wait (the shared request goes on for the others)
+   * @throws {AuthError} (exit 3) when the token endpoint refuses the credentials (400/401/403)
+   * @throws {ConfigError} (exit 2) when the token endpoint does not exist at `{authUrl}` (404/405)
+   * @throws {UpstreamUnavailableError} (exit 4) when it stays unavailable after retries (5xx, 429, network)
+   * @throws {UpstreamContractError} (exit 6) when its answer is not a valid token response
+   */
+  getToken(signal?: AbortSignal): Promise<string> {
+    if (signal?.aborted) return Promise.reject(signal.reason);
+    const cached = this.cached;
+    if (cached && this.now() < cached.issuedAt + cached.lifetimeMs - refreshMarginMs(cached.lifetimeMs)) {
+      return Promise.resolve(cached.token);
+    }
+    if (!this.inFlight) {
+      const request = this.requestToken();
+      this.inFlight = request;
+      const clear = (): void => {
+        if (this.inFlight === request) this.inFlight = undefined;
+      };
+      request.then(clear, clear);
+    }
+    return signal ? raceAbort(this.inFlight, signal) : this.inFlight;
+  }
+
+  /**
+   * Drops `token` if it is still the cached one (after a 401 on it), so the next
+   * {@link TokenProvider.getToken} requests a new one; many 401s on the same token cause one refresh.
+   */
+  invalidate(token: string): void {
+    if (this.cached?.token === token) {
+      this.cached = undefined;
+      this.log.info({}, 'token invalidated after HTTP 401');
+    }
+  }
+
+  private async requestToken(): Promise<string> {
+    this.stats.requests += 1;
+    const sentAt = this.now();
+    const { clientId, clientSecret, audience } = this.credentials;
+    const res = await this.http.postJson(
+      this.tokenUrl,
+      { client_id: clientId, client_secret: clientSecret, audience, grant_type: 'client_credentials' },
+      { label: 'token' },
+    );
+    if (res.status < 200 || res.status >= 300) throw this.refusal(res);
+    let body: unknown;
+    try {
+      body = parseJsonBody(res);
+    } catch (err) {
+      throw new UpstreamContractError(`the token endpoint answered HTTP ${res.status} with an unreadable body: ${(err as Error).message}`);
+    }
+    const parsed = TokenResponse.safeParse(body);
+    if (!parsed.success) {
+      const fields = [...new Set(parsed.error.issues.map((i) => String(i.path[0] ?? '(root)')))].join(', ');
+      throw new UpstreamContractError(`the token endpoint answered HTTP ${res.status} without a valid token response (bad or missing: ${fields})`);
+    }
+    const lifetimeMs = parsed.data.expires_in * 1000;
+    this.cached = { token: parsed.data.access_token, issuedAt: sentAt, lifetimeMs };
+    this.log.info({ expiresInS: parsed.data.expires_in, durationMs: this.now() - sentAt }, 'token issued');
+    return parsed.data.access_token;
+  }
+
+  private refusal(res: HttpResponse): Error {
+    const where = this.tokenUrl.replace(/[?#].*$/, '');
+    if (res.status === 400 || res.status === 401 || res.status === 403) {
+      let code = '';
+      try {
+        const err = OAuthError.safeParse(JSON.parse(res.bodyText));
+        if (err.success) code = ` ${err.data.error}`;
+      } catch {
+        // Not JSON: the status alone is reported.
+      }
+      return new AuthError(
+        `the token endpoint refused the client credentials (HTTP ${res.status}${code}); check RECRUIT_ETL_CLIENT_ID / _SECRET / _AUDIENCE for this environment`,
+      );
+    }
+    if (res.status === 404 || res.status === 405) {
+      return new ConfigError(`no token endpoint at ${where} (HTTP ${res.status}); check RECRUIT_ETL_AUTH_URL`);
+    }
+    return new UpstreamContractError(`the token endpoint answered HTTP ${res.status}`);
+  }
+}
+
+/** Resolves like `promise` unless `signal` aborts first (then rejects with its reason). */
+function raceAbort<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = (): void => reject(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    promise.then(
+      (v) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(v);
+      },
+      (e: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(e);
+      },
+    );
+  });
+}

@@ -1,0 +1,368 @@
+/**
+ * The reporting event stream (spec §4.3, §6, §9; DESIGN.md guarantees 4 and 5): one page at
+ * a time with {@link EventsClient.fetchPage}, a whole stream with {@link pageStream}.
+ *
+ * The client builds only the first URL of a stream; every later URL is a `nextPage` taken
+ * verbatim (spec §4.3 rule 7). The bearer token goes only to the origin of `--base-url`.
+ *
+ * Hot path: pages are validated with zod at the envelope level only; each event gets a
+ * cheap hand-written check (object, string `id`, string-or-absent `eventType`), no
+ * per-event allocation.
+ *
+ * @module
+ */
+import { createHash } from 'node:crypto';
+import { z } from 'zod';
+import { AuthError, ConfigError, EtlError, UpstreamContractError, UpstreamUnavailableError } from '../errors.js';
+import { silentLogger, type Logger } from '../log/logger.js';
+import type { TokenProvider } from './auth.js';
+import { redactUrl, type HttpClient, type HttpResponse } from './http.js';
+import { parseJsonBody } from './json.js';
+
+/** The query of a stream (spec §4.3): every trial id × every event type. */
+export interface EventFilter {
+  /** Trial ids, one `trialIds` parameter each; at least one. */
+  trialIds: readonly string[];
+  /** Event types, one `eventTypes` parameter each; at least one. */
+  eventTypes: readonly string[];
+  /** Events per page (`limit`); omitted → the server's default. A positive integer. */
+  limit?: number;
+}
+
+/** Longest `nextPage` followed, in characters (16 KiB). */
+export const MAX_CURSOR_LENGTH = 16 * 1024;
+/** How many recent page URLs are remembered (as hashes) to detect a cursor cycle. */
+export const CURSOR_HISTORY = 10_000;
+
+/**
+ * Parses and checks `--base-url`: absolute http(s), no user info, no query or fragment.
+ *
+ * @throws {ConfigError} (exit 2) otherwise
+ */
+export function parseBaseUrl(baseUrl: string): URL {
+  let url: URL;
+  try {
+    url = new URL(baseUrl);
+  } catch {
+    throw new ConfigError('--base-url is not an absolute URL');
+  }
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new ConfigError(`--base-url must be http or https, not ${url.protocol}`);
+  if (url.username !== '' || url.password !== '') throw new ConfigError('--base-url must not carry user info');
+  if (url.search !== '' || url.hash !== '') throw new ConfigError('--base-url must not carry a query string or fragment');
+  return url;
+}
+
+/** `{base_url}` joined with an absolute path, keeping any path prefix of the base. */
+export function joinBasePath(base: URL, path: string): string {
+  return `${base.origin}${base.pathname.replace(/\/+$/, '')}${path}`;
+}
+
+/**
+ * Builds ONLY the first request URL of a stream:
+ * `{base_url}/rpi/events?eventTypes=..&eventTypes=..&trialIds=..&limit=..` (spec §4.3), every
+ * value percent-encoded with `encodeURIComponent`. Every later URL is a `nextPage` taken
+ * verbatim (spec §4.3 rule 7).
+ *
+ * @throws {ConfigError} (exit 2) for a bad base URL, an empty list or a bad limit
+ */
+export function firstPageUrl(baseUrl: string, filter: EventFilter): string {
+  const base = parseBaseUrl(baseUrl);
+  if (filter.eventTypes.length === 0) throw new ConfigError('at least one event type is required (spec §4.3)');
+  if (filter.trialIds.length === 0) throw new ConfigError('at least one trial id is required (spec §4.3)');
+  if (filter.limit !== undefined && !(Number.isSafeInteger(filter.limit) && filter.limit > 0)) {
+    throw new ConfigError('--page-size must be a positive integer');
+  }
+  const params: string[] = [];
+  for (const t of filter.eventTypes) params.push(`eventTypes=${encodeURIComponent(t)}`);
+  for (const t of filter.trialIds) params.push(`trialIds=${encodeURIComponent(t)}`);
+  if (filter.limit !== undefined) params.push(`limit=${filter.limit}`);
+  return `${joinBasePath(base, '/rpi/events')}?${params.join('&')}`;
+}
+
+/**
+ * One event as sent (spec §2.4), unknown keys kept. The object is the one `JSON.parse` made
+ * from the page: `JSON.stringify(event)` gives back the object as sent.
+ *
+ * `eventType` reads the envelope's `eventType`, else its `name` (spec §2.4): when only `name`
+ * was sent, `eventType` is added as a NON-enumerable own property, so it does not show in
+ * `JSON.stringify`, `Object.keys` or a spread copy.
+ */
+export interface EventEnvelope {
+  /** Unique, non-empty event id. */
+  id: string;
+  /** `eventType`, else `name`, else undefined. */
+  eventType: string | undefined;
+  /** Informational only (spec §6.2); not validated. */
+  publishedTime: unknown;
+  /** The payload as sent; not validated. */
+  message: unknown;
+  [k: string]: unknown;
+}
+
+/** One page of the stream. */
+export interface EventsPage {
+  /** The URL requested. */
+  url: string;
+  /** The body exactly as received (UTF-8 text); may be handed to DuckDB's JSON reader. */
+  bodyText: string;
+  /** Body size in bytes. */
+  bytes: number;
+  /** The events in stream order, parsed objects as sent (unknown keys kept). */
+  events: EventEnvelope[];
+  /** `pagination.nextPage` as sent, byte for byte: the cursor to store (spec §4.3 rule 4). */
+  nextPage: string;
+  /** `pagination.hasNextPage`. */
+  hasNextPage: boolean;
+}
+
+/** The page envelope (spec §2.6), open set. Events are checked by hand, see {@link checkEvents}. */
+const PageShape = z.looseObject({
+  events: z.array(z.unknown()),
+  pagination: z.looseObject({ nextPage: z.string(), hasNextPage: z.boolean() }),
+});
+
+interface ParsedPage {
+  events: EventEnvelope[];
+  nextPage: string;
+  hasNextPage: boolean;
+}
+
+/**
+ * Validates a parsed events response and returns its parts (the objects are not copied).
+ *
+ * @throws {UpstreamContractError} when it parses but breaks the contract: not an object, no
+ *   `pagination`, `events` not an array, `nextPage` not a string, `hasNextPage` not a boolean,
+ *   an event that is not an object, has no non-empty string `id`, or a non-string `eventType`
+ */
+export function validatePage(body: unknown): ParsedPage {
+  const result = PageShape.safeParse(body);
+  if (!result.success) {
+    const issues = result.error.issues
+      .slice(0, 3)
+      .map((i) => `${i.path.length ? i.path.join('.') : '(root)'}: ${i.code}`)
+      .join('; ');
+    throw new UpstreamContractError(`events response breaks the contract (${issues})`);
+  }
+  // Zod's output is a copy; the page keeps the objects exactly as JSON.parse made them.
+  const raw = body as { events: unknown[]; pagination: { nextPage: string; hasNextPage: boolean } };
+  checkEvents(raw.events);
+  return { events: raw.events as EventEnvelope[], nextPage: raw.pagination.nextPage, hasNextPage: raw.pagination.hasNextPage };
+}
+
+/** The per-event check of the hot path: a few typeofs per event. */
+function checkEvents(events: unknown[]): void {
+  for (let i = 0; i < events.length; i++) {
+    const e = events[i] as Record<string, unknown> | null;
+    if (typeof e !== 'object' || e === null || Array.isArray(e)) {
+      throw new UpstreamContractError(`events response breaks the contract (event ${i + 1} is not an object)`);
+    }
+    const id = e.id;
+    if (typeof id !== 'string' || id === '') {
+      throw new UpstreamContractError(`events response breaks the contract (event ${i + 1} has no string id)`);
+    }
+    const type = e.eventType;
+    if (type === undefined) {
+      const name = e.name;
+      if (typeof name === 'string') {
+        Object.defineProperty(e, 'eventType', { value: name, enumerable: false, writable: true, configurable: true });
+      }
+    } else if (typeof type !== 'string') {
+      throw new UpstreamContractError(`events response breaks the contract (event ${i + 1} has a non-string eventType)`);
+    }
+  }
+}
+
+function parsePage(res: HttpResponse): ParsedPage {
+  return validatePage(parseJsonBody(res));
+}
+
+/**
+ * Why a URL may not receive the bearer token, or undefined when it may: absolute, http(s),
+ * no user info, exactly the origin (scheme, host, port) of the base URL.
+ */
+export function cursorProblem(url: string, origin: string): string | undefined {
+  let u: URL;
+  try {
+    u = new URL(url);
+  } catch {
+    return 'is not an absolute URL';
+  }
+  if (u.username !== '' || u.password !== '') return 'carries user info';
+  if (u.origin !== origin) return `is on origin ${u.protocol === 'http:' || u.protocol === 'https:' ? u.origin : u.protocol}, not the configured ${origin}`;
+  return undefined;
+}
+
+/** Reads pages of the event stream (spec §4.3). */
+export class EventsClient {
+  /** The origin (scheme, host, port) of `--base-url`: the only one that receives the token. */
+  readonly origin: string;
+  private readonly http: HttpClient;
+  private readonly tokens: TokenProvider;
+  private readonly log: Logger;
+
+  /**
+   * @param opts.baseUrl the spec's `{base_url}`
+   * @throws {ConfigError} for an invalid base URL
+   */
+  constructor(opts: { baseUrl: string; http: HttpClient; tokens: TokenProvider; logger?: Logger }) {
+    this.origin = parseBaseUrl(opts.baseUrl).origin;
+    this.http = opts.http;
+    this.tokens = opts.tokens;
+    this.log = (opts.logger ?? silentLogger()).child({ component: 'upstream.events' });
+  }
+
+  /**
+   * Fetches one page.
+   *
+   * The URL is checked BEFORE anything is sent: it must have exactly the origin of the base
+   * URL and no user info. Headers: `Authorization: Bearer`, `Content-Type: application/json`
+   * (spec §4.3). An unreadable body (not JSON, truncated, invalid UTF-8, reset mid-body) is
+   * fetched again whole from the same URL within the HTTP retry budget.
+   *
+   * @param url a first-page URL or a `nextPage`, sent verbatim
+   * @throws {UpstreamContractError} (exit 6) for a URL on another origin or with user info (nothing
+   *   sent), a 3xx, a 400/404/other 4xx, or a body that parses but breaks the contract
+   * @throws {AuthError} (exit 3) on 403, or on a 401 that persists after one token refresh
+   * @throws {UpstreamUnavailableError} (exit 4) when retries are spent (429, 5xx, network,
+   *   timeouts, unreadable bodies)
+   */
+  async fetchPage(url: string, signal?: AbortSignal): Promise<EventsPage> {
+    const problem = cursorProblem(url, this.origin);
+    if (problem !== undefined) {
+      throw new UpstreamContractError(`refusing to send the token: the page URL ${problem}`);
+    }
+    const where = redactUrl(url);
+    for (let authAttempt = 1; ; authAttempt++) {
+      const token = await this.tokens.getToken(signal);
+      const res = await this.http.getText(
+        url,
+        { authorization: `Bearer ${token}`, 'content-type': 'application/json', accept: 'application/json' },
+        { label: 'events', parse: parsePage, ...(signal ? { signal } : {}) },
+      );
+      if (res.status === 401) {
+        this.tokens.invalidate(token);
+        if (authAttempt >= 2) {
+          throw new AuthError(`GET ${where} answered HTTP 401 again with a freshly issued token`, {
+            hint: 'the credentials are valid at the token endpoint but not accepted by the events endpoint: check RECRUIT_ETL_AUDIENCE and the environment',
+          });
+        }
+        this.log.info({ url: where, status: 401, attempt: authAttempt }, 'token refused; requesting a new one');
+        continue;
+      }
+      if (res.status === 403) {
+        throw new AuthError(`GET ${where} answered HTTP 403: the client may not read these events`, {
+          hint: 'check that the client is allowed the configured trial ids and event types',
+        });
+      }
+      if (res.status >= 400) {
+        throw new UpstreamContractError(`GET ${where} answered HTTP ${res.status}`);
+      }
+      const parsed = res.parsed;
+      if (parsed === undefined) throw new UpstreamContractError(`GET ${where} answered HTTP ${res.status} without a page`);
+      return { url, bodyText: res.bodyText, bytes: res.bytes, events: parsed.events, nextPage: parsed.nextPage, hasNextPage: parsed.hasNextPage };
+    }
+  }
+}
+
+/** Options of {@link pageStream}. */
+export interface PageStreamOptions {
+  /** Aborts the stream (the request in flight included); its reason is rethrown. */
+  signal?: AbortSignal;
+  /** Stream name used in error messages and logs; default `events`. */
+  label?: string;
+  /** Fetch page n+1 while the caller handles page n. Default true. */
+  prefetch?: boolean;
+}
+
+/** A FIFO-bounded set of URL hashes. */
+class RecentUrls {
+  private readonly seen = new Set<string>();
+  constructor(private readonly capacity: number) {}
+  private static key(url: string): string {
+    return createHash('sha256').update(url).digest('base64');
+  }
+  has(url: string): boolean {
+    return this.seen.has(RecentUrls.key(url));
+  }
+  add(url: string): void {
+    this.seen.add(RecentUrls.key(url));
+    if (this.seen.size > this.capacity) {
+      const oldest = this.seen.values().next().value;
+      if (oldest !== undefined) this.seen.delete(oldest);
+    }
+  }
+}
+
+/** Re-labels an error with the stream and page number (DESIGN.md guarantee 4), keeping its class. */
+function annotate(err: unknown, label: string, pageNo: number): unknown {
+  if (!(err instanceof EtlError)) return err;
+  const message = `stream ${label}, page ${pageNo}: ${err.message}`;
+  const options = { cause: err, ...(err.hint === undefined ? {} : { hint: err.hint }) };
+  if (err instanceof UpstreamContractError) return new UpstreamContractError(message, options);
+  if (err instanceof UpstreamUnavailableError) return new UpstreamUnavailableError(message, options);
+  if (err instanceof AuthError) return new AuthError(message, options);
+  if (err instanceof ConfigError) return new ConfigError(message, options);
+  return err;
+}
+
+/**
+ * Follows `nextPage` from `startUrl` until `hasNextPage` is false (spec §4.3 rule 3),
+ * yielding each page in order. The last page's `nextPage` is the cursor to store (rule 4).
+ *
+ * Cursor safety, checked on every page BEFORE it is yielded (so nothing of it is committed):
+ * its `nextPage` must be at most {@link MAX_CURSOR_LENGTH} characters, absolute, on the
+ * origin of the base URL, without user info; while `hasNextPage` is true it must differ from
+ * the URL just requested and from every one of the last {@link CURSOR_HISTORY} URLs of this
+ * run (a cycle). An empty poll (`hasNextPage` false, `nextPage` equal to the URL requested)
+ * is normal.
+ *
+ * @throws {UpstreamContractError} (exit 6) for a cursor violation or an invalid page, and the
+ *   errors of {@link EventsClient.fetchPage}; every message starts `stream <label>, page <n>:`
+ */
+export async function* pageStream(client: EventsClient, startUrl: string, opts: PageStreamOptions = {}): AsyncGenerator<EventsPage> {
+  const label = opts.label ?? 'events';
+  const prefetch = opts.prefetch ?? true;
+  // Aborts a prefetch nobody will read once the caller stops early.
+  const own = new AbortController();
+  const signal = opts.signal ? AbortSignal.any([opts.signal, own.signal]) : own.signal;
+  const seen = new RecentUrls(CURSOR_HISTORY);
+  seen.add(startUrl);
+
+  const fetchNumbered = (url: string, pageNo: number): Promise<EventsPage> => {
+    const p = client.fetchPage(url, signal).catch((err: unknown) => {
+      throw annotate(err, label, pageNo);
+    });
+    p.catch(() => undefined); // observed later (or never, when the caller stops early)
+    return p;
+  };
+  const refuse = (pageNo: number, why: string): UpstreamContractError =>
+    new UpstreamContractError(`stream ${label}, page ${pageNo}: nextPage ${why}; the page is refused`, {
+      hint: 'the upstream sent an unsafe or non-advancing cursor; nothing of this page was stored',
+    });
+
+  let pageNo = 1;
+  let pending = fetchNumbered(startUrl, pageNo);
+  try {
+    for (;;) {
+      const page = await pending;
+      const next = page.nextPage;
+      if (next.length > MAX_CURSOR_LENGTH) throw refuse(pageNo, `is ${next.length} characters long, more than ${MAX_CURSOR_LENGTH}`);
+      const problem = cursorProblem(next, client.origin);
+      if (problem !== undefined) throw refuse(pageNo, problem);
+      if (!page.hasNextPage) {
+        yield page;
+        return;
+      }
+      if (next === page.url) throw refuse(pageNo, 'equals the URL just requested while hasNextPage is true');
+      if (seen.has(next)) throw refuse(pageNo, 'repeats a URL already requested in this run (a cycle)');
+      seen.add(next);
+      const nextNo = pageNo + 1;
+      if (prefetch) pending = fetchNumbered(next, nextNo);
+      yield page;
+      if (!prefetch) pending = fetchNumbered(next, nextNo);
+      pageNo = nextNo;
+    }
+  } finally {
+    own.abort(new Error('page stream closed'));
+  }
+}

@@ -1,0 +1,48 @@
+/**
+ * The read-only copy of the warehouse that analysts and BI tools open (DESIGN.md
+ * guarantee 7): after a successful run the job checkpoints the database (the WAL is then
+ * empty and the file complete) and, still holding the lock, copies the file beside it and
+ * renames the copy into place. A reader that has the old copy open keeps reading it; the
+ * next open sees the new one. Readers never touch the live file, so they never block the
+ * nightly writer.
+ *
+ * @module
+ */
+import { chmodSync, copyFileSync, renameSync, rmSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
+import { WarehouseError } from '../errors.js';
+import type { Warehouse } from './Warehouse.js';
+
+/**
+ * Where the published copy of `dbPath` lives: `warehouse.duckdb` → `warehouse.readonly.duckdb`
+ * in the same folder.
+ */
+export function publishedCopyPath(dbPath: string): string {
+  const name = basename(dbPath).replace(/\.duckdb$/i, '');
+  return join(dirname(dbPath), `${name}.readonly.duckdb`);
+}
+
+/**
+ * Checkpoint, then atomically replace the published copy (0600).
+ *
+ * @returns the path of the published copy
+ * @throws {WarehouseError} the copy or the rename failed (the previous copy stays)
+ */
+export async function publishReadOnlyCopy(wh: Warehouse, runId: string): Promise<string> {
+  if (wh.path === ':memory:') throw new WarehouseError('an in-memory warehouse cannot be published');
+  await wh.checkpoint();
+  const target = publishedCopyPath(wh.path);
+  const tmp = `${target}.${runId}.tmp`;
+  try {
+    copyFileSync(wh.path, tmp);
+    chmodSync(tmp, 0o600);
+    renameSync(tmp, target);
+  } catch (err) {
+    rmSync(tmp, { force: true });
+    throw new WarehouseError(`cannot publish the read-only copy ${target}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`, {
+      cause: err,
+      hint: 'free disk space; the previous copy is still in place',
+    });
+  }
+  return target;
+}
