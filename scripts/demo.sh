@@ -3,6 +3,7 @@
 # data/warehouse.duckdb and data/exports, print the funnel per trial, stop the simulator.
 # Running it again resumes from the stored cursor and loads nothing new.
 set -euo pipefail
+umask 077
 cd "$(dirname "$0")/.."
 port="${DEMO_PORT:-8787}"
 mkdir -p data

@@ -10,7 +10,7 @@ import yargs from 'yargs';
 import { ConfigError, InterruptedError } from '../errors.js';
 import { describeFailure } from './exit.js';
 import type { CliContext } from './context.js';
-import { globalOptions } from './options.js';
+import { allOptions } from './options.js';
 import { stageCommands } from './commands/stages.js';
 import { statusCommand } from './commands/status.js';
 import { mockApiCommand } from './commands/mockApi.js';
@@ -76,7 +76,7 @@ export async function run(argv: readonly string[], io: RunIo = {}): Promise<numb
   }
   let failure: unknown;
   try {
-    const parser = globalOptions(
+    const parser = allOptions(
       yargs([...argv])
         .scriptName('recruit-etl')
         .usage('$0 <command> [options]\n\nBatch ETL from the recruitment reporting API into DuckDB and Parquet.')

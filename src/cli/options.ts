@@ -7,6 +7,19 @@
 import type { Argv } from 'yargs';
 import { DEFAULT_EVENT_TYPES } from '../config/config.js';
 
+/**
+ * Every option of the contract, declared once for all commands (grouped in --help), so
+ * that `RECRUIT_ETL_*` variables meant for one command never trip strict parsing in
+ * another; a misspelt flag is still an error.
+ */
+export function allOptions<T>(y: Argv<T>) {
+  return exportOptions(siteOptions(eventOptions(globalOptions(y))))
+    .group(['db', 'environment', 'memory-limit', 'log-level', 'verbose', 'config'], 'Warehouse and logs:')
+    .group(['base-url', 'auth-url', 'client-id', 'client-secret', 'client-secret-file', 'audience', 'trial-id', 'event-type', 'page-size', 'batch-pages', 'max-retry-after', 'deadline'], 'Upstream (extract):')
+    .group(['microsite-id', 'origin'], 'Site list (sites):')
+    .group(['export-dir'], 'Exports:');
+}
+
 /** Options every command accepts. */
 export function globalOptions<T>(y: Argv<T>) {
   return y
@@ -37,8 +50,6 @@ export function eventOptions<T>(y: Argv<T>) {
 /** Options of the commands that read the site list. */
 export function siteOptions<T>(y: Argv<T>) {
   return y
-    .option('base-url', { type: 'string', describe: "API base URL, the spec's {base_url} (required)" })
-    .option('trial-id', { type: 'string', array: true, describe: 'trial id, repeatable or comma-separated (required)' })
     .option('microsite-id', { type: 'string', describe: 'study-website (microsite) id (required for sites)' })
     .option('origin', { type: 'string', describe: 'Origin header the site list is authorized by (required for sites)' });
 }

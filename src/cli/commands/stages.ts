@@ -8,14 +8,12 @@ import type { Argv, CommandModule } from 'yargs';
 import type { Need } from '../../config/config.js';
 import { runJob, type Stage } from '../../pipeline/jobs.js';
 import { prepare, type CliContext } from '../context.js';
-import { eventOptions, exportOptions, siteOptions } from '../options.js';
 
 interface StageCommand {
   name: string;
   describe: string;
   stages: Stage[];
   needs: Need[];
-  options: (y: Argv) => Argv;
 }
 
 const COMMANDS: StageCommand[] = [
@@ -24,35 +22,30 @@ const COMMANDS: StageCommand[] = [
     describe: 'the nightly job: extract → sites → transform → export (sites only when --microsite-id is set)',
     stages: ['extract', 'sites', 'transform', 'export'],
     needs: ['events'],
-    options: (y) => exportOptions(siteOptions(eventOptions(y))),
   },
   {
     name: 'extract',
     describe: 'page every configured stream from its stored cursor into raw.events',
     stages: ['extract'],
     needs: ['events'],
-    options: (y) => eventOptions(y),
   },
   {
     name: 'sites',
     describe: 'snapshot the study-website site lists into raw.site_snapshots (no token needed)',
     stages: ['sites'],
     needs: ['sites'],
-    options: (y) => siteOptions(y),
   },
   {
     name: 'transform',
     describe: 'rebuild every model in sql/models from the raw tables',
     stages: ['transform'],
     needs: [],
-    options: (y) => y,
   },
   {
     name: 'export',
     describe: 'write the marts and dimensions as Parquet with manifest.json',
     stages: ['export'],
     needs: [],
-    options: (y) => exportOptions(y),
   },
 ];
 
@@ -61,7 +54,7 @@ export function stageCommands(ctx: CliContext): CommandModule[] {
   return COMMANDS.map((c) => ({
     command: c.name,
     describe: c.describe,
-    builder: (y: Argv) => c.options(y),
+    builder: (y: Argv) => y,
     handler: async (argv: Record<string, unknown>) => {
       let stages = c.stages;
       const needs = [...c.needs];

@@ -1,0 +1,96 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { join } from 'node:path';
+import type { MockApi } from '../../../src/simulator/index.js';
+import { expectedEvents } from '../../../src/simulator/index.js';
+import { runJob } from '../../../src/pipeline/jobs.js';
+import { Warehouse } from '../../../src/warehouse/Warehouse.js';
+import { DEFAULT_EVENT_TYPES } from '../../../src/config/config.js';
+import { configFor, startSim } from '../../helpers/sim.js';
+import { tempDir } from '../../helpers/tmp.js';
+
+interface RawRow { stream_id: string; p: bigint; id: string; t: string | null; env: string }
+
+async function rawRows(db: string): Promise<RawRow[]> {
+  const wh = await Warehouse.open(db, { readOnly: true });
+  try {
+    return await wh.all<RawRow>('select stream_id, stream_position as p, event_id as id, event_type as t, envelope::varchar as env from raw.events order by stream_id, stream_position');
+  } finally {
+    await wh.close();
+  }
+}
+
+describe('extract against the simulator (ground truth)', () => {
+  let api: MockApi;
+  let tmp: ReturnType<typeof tempDir>;
+  beforeAll(async () => {
+    api = await startSim({ seed: 7, patientsPerTrial: 60, releaseFraction: 0.6 });
+    tmp = tempDir();
+  });
+  afterAll(async () => {
+    await api.close();
+    tmp.cleanup();
+  });
+
+  it('stores every requested event exactly once, at contiguous positions in API order, and nothing else', async () => {
+    const db = join(tmp.dir, 'a.duckdb');
+    const config = configFor(api, db, { pageSize: 7 });
+    const r = await runJob('extract', ['extract'], { config });
+    const expected = expectedEvents(api.truth, { trialIds: api.truth.trialIds, eventTypes: [...DEFAULT_EVENT_TYPES] });
+    expect(expected.length).toBeGreaterThan(100);
+    expect(r.extract!.eventsLoaded).toBe(expected.length);
+    const rows = await rawRows(db);
+    expect(rows.map((x) => x.id)).toEqual(expected.map((e) => e.id));
+    expect(rows.map((x) => Number(x.p))).toEqual(expected.map((_, i) => i + 1));
+    expect(new Set(rows.map((x) => x.stream_id)).size).toBe(1);
+    // event_type is eventType, or name where eventType is absent; the envelope is the JSON value as sent.
+    expect(rows.map((x) => x.t)).toEqual(expected.map((e) => e.eventType));
+    for (let i = 0; i < rows.length; i += 13) expect(JSON.parse(rows[i]!.env)).toEqual(expected[i]!.envelope);
+    // Drift flows through: `name`-keyed envelopes, both contact-attempt spellings, no v2 unless requested.
+    expect(expected.some((e) => e.typeKey === 'name')).toBe(true);
+    const types = new Set(rows.map((x) => x.t));
+    expect(types.has('v1.contactAttempt.created')).toBe(true);
+    expect(types.has('v1.patient.contactAttempt.created')).toBe(true);
+    expect(types.has('v2.patient.created')).toBe(false);
+  });
+
+  it('resumes from the stored cursor: a poll with nothing new loads nothing, new events load once', async () => {
+    const db = join(tmp.dir, 'b.duckdb');
+    const config = configFor(api, db, { pageSize: 50 });
+    const first = await runJob('extract', ['extract'], { config });
+    const again = await runJob('extract', ['extract'], { config });
+    expect(again.extract!.resumed).toBe(true);
+    expect(again.extract!.eventsLoaded).toBe(0);
+    const released = api.grow(200);
+    expect(released).toBeGreaterThan(0);
+    const third = await runJob('extract', ['extract'], { config });
+    const expected = expectedEvents(api.truth, { trialIds: api.truth.trialIds, eventTypes: [...DEFAULT_EVENT_TYPES] });
+    expect(first.extract!.eventsLoaded + third.extract!.eventsLoaded).toBe(expected.length);
+    const rows = await rawRows(db);
+    expect(rows.map((x) => x.id)).toEqual(expected.map((e) => e.id));
+    expect(rows.map((x) => Number(x.p))).toEqual(expected.map((_, i) => i + 1));
+  });
+
+  it('a changed filter is a new stream from the beginning; the old one is retired and its rows stay', async () => {
+    const db = join(tmp.dir, 'c.duckdb');
+    const types = [...DEFAULT_EVENT_TYPES];
+    const a = await runJob('extract', ['extract'], { config: configFor(api, db, { pageSize: 100 }) });
+    const withV2 = [...types, 'v2.patient.created', 'v1.patient.subjectIdUpdated'];
+    const b = await runJob('extract', ['extract'], { config: configFor(api, db, { pageSize: 100, eventType: withV2 }) });
+    expect(b.extract!.streamId).not.toBe(a.extract!.streamId);
+    expect(b.extract!.retiredStreams).toEqual([a.extract!.streamId]);
+    const expectedB = expectedEvents(api.truth, { trialIds: api.truth.trialIds, eventTypes: withV2 });
+    const rows = await rawRows(db);
+    const bRows = rows.filter((x) => x.stream_id === b.extract!.streamId);
+    expect(bRows.map((x) => x.id)).toEqual(expectedB.map((e) => e.id));
+    expect(bRows.some((x) => x.t === 'v2.patient.created')).toBe(true);
+    expect(bRows.some((x) => x.t === 'v1.patient.subjectIdUpdated')).toBe(true);
+    expect(rows.filter((x) => x.stream_id === a.extract!.streamId).length).toBe(a.extract!.eventsLoaded);
+    const wh = await Warehouse.open(db, { readOnly: true });
+    const streams = await wh.all<{ stream_id: string; status: string }>('select stream_id, status from etl.streams order by status');
+    await wh.close();
+    expect(streams).toEqual([
+      { stream_id: b.extract!.streamId, status: 'active' },
+      { stream_id: a.extract!.streamId, status: 'retired' },
+    ]);
+  });
+});
