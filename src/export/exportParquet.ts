@@ -14,6 +14,7 @@ import { join, resolve } from 'node:path';
 import { ExportError, isEtlError } from '../errors.js';
 import { type Logger, silentLogger } from '../log/logger.js';
 import { sqlString, type Warehouse } from '../warehouse/Warehouse.js';
+import { failpoint } from '../failpoints.js';
 
 /** Name prefixes of the models that are exported. */
 export const EXPORTED_PREFIXES: readonly string[] = ['fct_', 'dim_', 'mart_'];
@@ -78,6 +79,7 @@ export async function exportParquet(opts: ExportOptions): Promise<Manifest> {
         `select column_name, column_type from (describe select * from read_parquet(${sqlString(tmp)}))`,
       );
       chmodSync(tmp, 0o600);
+      failpoint('export.mid-file');
       const bytes = statSync(tmp).size;
       renameSync(tmp, join(dir, file));
       files.push({

@@ -15,6 +15,7 @@ import type { Warehouse } from '../warehouse/Warehouse.js';
 import { RawEventWriter } from '../warehouse/RawEventWriter.js';
 import { StreamStore } from '../warehouse/StreamStore.js';
 import { defineStream } from './streamDefinition.js';
+import { failpoint } from '../failpoints.js';
 
 /** Options of {@link extractEvents}. */
 export interface ExtractOptions {
@@ -112,8 +113,10 @@ export async function extractEvents(opts: ExtractOptions): Promise<ExtractResult
         def.streamId,
       );
       await store.saveCursor(def.streamId, last.nextPage, last.hasNextPage, r.lastPosition);
+      failpoint('extract.before-commit');
       return r;
     });
+    failpoint('extract.after-commit');
     result.streamEventCount = appended.lastPosition;
     result.eventsLoaded += appended.inserted;
     result.duplicatesSkipped += appended.duplicates;

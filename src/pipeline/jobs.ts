@@ -20,6 +20,7 @@ import { newRunId, RunLog, type RunCounts } from '../warehouse/RunLog.js';
 import { Warehouse } from '../warehouse/Warehouse.js';
 import { readStatus, type WarehouseStatus } from '../warehouse/readStatus.js';
 import { publishedCopyPath, publishReadOnlyCopy } from '../warehouse/publishCopy.js';
+import { failpoint } from '../failpoints.js';
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 
@@ -147,6 +148,7 @@ export async function runJob(command: string, stages: readonly Stage[], ctx: Job
       }
       throwIfAborted(ctx.signal);
       if (stages.includes('transform')) {
+        failpoint('transform.before');
         result.transform = await runTransform(wh, { logger });
       }
       throwIfAborted(ctx.signal);

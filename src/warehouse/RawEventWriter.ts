@@ -9,6 +9,7 @@
  */
 import { UpstreamContractError } from '../errors.js';
 import type { Warehouse } from './Warehouse.js';
+import { failpoint } from '../failpoints.js';
 
 /** One fetched page to append: its body exactly as received and where it came from. */
 export interface PageToWrite {
@@ -62,6 +63,7 @@ export class RawEventWriter {
   ): Promise<AppendResult> {
     if (pages.length === 0) return { inserted: 0, duplicates: 0, lastPosition: basePosition };
     await this.prepare();
+    failpoint('extract.before-append');
     await this.wh.run('delete from _page_bodies');
     const appender = await this.wh.connection().createAppender('_page_bodies', 'main', 'temp');
     try {
@@ -74,6 +76,7 @@ export class RawEventWriter {
     } finally {
       appender.closeSync();
     }
+    failpoint('extract.mid-append');
     await this.wh.run(`
       create or replace temp table _batch as
       select seq, i, ev->>'id' as event_id, ev as envelope

@@ -8,10 +8,11 @@
  *
  * @module
  */
-import { chmodSync, copyFileSync, renameSync, rmSync } from 'node:fs';
+import { chmodSync, copyFileSync, readdirSync, renameSync, rmSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { WarehouseError } from '../errors.js';
 import type { Warehouse } from './Warehouse.js';
+import { failpoint } from '../failpoints.js';
 
 /**
  * Where the published copy of `dbPath` lives: `warehouse.duckdb` → `warehouse.readonly.duckdb`
@@ -30,11 +31,17 @@ export function publishedCopyPath(dbPath: string): string {
  */
 export async function publishReadOnlyCopy(wh: Warehouse, runId: string): Promise<string> {
   if (wh.path === ':memory:') throw new WarehouseError('an in-memory warehouse cannot be published');
+  failpoint('run.before-checkpoint');
   await wh.checkpoint();
   const target = publishedCopyPath(wh.path);
   const tmp = `${target}.${runId}.tmp`;
+  // A run killed mid-copy leaves its temporary file behind: remove it.
+  for (const f of readdirSync(dirname(target))) {
+    if (f.startsWith(`${basename(target)}.`) && f.endsWith('.tmp')) rmSync(join(dirname(target), f), { force: true });
+  }
   try {
     copyFileSync(wh.path, tmp);
+    failpoint('publish.mid-copy');
     chmodSync(tmp, 0o600);
     renameSync(tmp, target);
   } catch (err) {

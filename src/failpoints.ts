@@ -1,0 +1,36 @@
+/**
+ * Failpoints for the crash tests (DESIGN.md guarantee 2): named places in the pipeline
+ * where a test can make the process kill itself with SIGKILL, the way a power cut or the
+ * OOM killer would. Inert unless `RECRUIT_ETL_FAILPOINT` is set, which only tests do.
+ *
+ * Format: `RECRUIT_ETL_FAILPOINT=<name>:<n>` kills the process the n-th time (1-based)
+ * `<name>` is reached. Names: see {@link FailpointName}.
+ *
+ * @module
+ */
+
+/** The named failpoints, in pipeline order. */
+export type FailpointName =
+  | 'extract.before-append' // inside the batch transaction, nothing written yet
+  | 'extract.mid-append' // page bodies appended to the staging table, raw.events not yet
+  | 'extract.before-commit' // events and cursor written, COMMIT not yet sent
+  | 'extract.after-commit' // batch committed
+  | 'transform.before' // before the models are rebuilt
+  | 'export.mid-file' // a Parquet file written under its temporary name, not renamed
+  | 'run.before-checkpoint' // run recorded as succeeded, before CHECKPOINT
+  | 'publish.mid-copy'; // the read-only copy half written
+
+const spec = process.env['RECRUIT_ETL_FAILPOINT'];
+const [armedName, armedCount] = spec ? spec.split(':') : [];
+const target = Number(armedCount ?? '1');
+let hits = 0;
+
+/**
+ * Mark a place; kills the process with SIGKILL when this failpoint is armed and reached
+ * for the configured time. A no-op otherwise.
+ */
+export function failpoint(name: FailpointName): void {
+  if (armedName !== name) return;
+  hits += 1;
+  if (hits === target) process.kill(process.pid, 'SIGKILL');
+}

@@ -1,0 +1,60 @@
+/**
+ * Event type names used by the simulator (spec §2.5, §6, §9; DOMAIN.md).
+ *
+ * @module
+ */
+
+/** `v1.patient.created` (spec §6). */
+export const PATIENT_CREATED = 'v1.patient.created';
+/** `v1.patient.referralAcknowledged` (spec §6). */
+export const REFERRAL_ACKNOWLEDGED = 'v1.patient.referralAcknowledged';
+/** `v1.patient.statusChanged` (spec §6). */
+export const STATUS_CHANGED = 'v1.patient.statusChanged';
+/** Contact-attempt spelling of the request example (spec §6). */
+export const CONTACT_ATTEMPT_CREATED = 'v1.contactAttempt.created';
+/** Contact-attempt spelling of the sample response, same message shape (spec §6). */
+export const PATIENT_CONTACT_ATTEMPT_CREATED = 'v1.patient.contactAttempt.created';
+/** A new version of patient creation, delivered only when requested (spec §6.5, §9.1). */
+export const PATIENT_CREATED_V2 = 'v2.patient.created';
+/** A platform type never requested by default (DOMAIN.md: subject-id update, randomization). */
+export const SUBJECT_ID_UPDATED = 'v1.patient.subjectIdUpdated';
+/** A platform type never requested by default (DOMAIN.md: comment updates). */
+export const COMMENT_UPDATED = 'v1.patient.commentUpdated';
+
+/** Both contact-attempt spellings (spec §6: "both spellings occur"). */
+export const CONTACT_ATTEMPT_TYPES: readonly string[] = [CONTACT_ATTEMPT_CREATED, PATIENT_CONTACT_ATTEMPT_CREATED];
+
+/** The job's default `--event-type` list (DESIGN.md "CLI contract"). */
+export const DEFAULT_EVENT_TYPES: readonly string[] = [
+  PATIENT_CREATED,
+  REFERRAL_ACKNOWLEDGED,
+  STATUS_CHANGED,
+  CONTACT_ATTEMPT_CREATED,
+  PATIENT_CONTACT_ATTEMPT_CREATED,
+];
+
+/** Status values documented by the vendor (DOMAIN.md); anything else is "unknown" for the truth. */
+export const KNOWN_STATUSES: readonly string[] = [
+  'potentialCandidate',
+  'preScreening',
+  'firstVisitScheduled',
+  'inScreening',
+  'enrolled',
+  'preScreenFailure',
+  'screenFailure',
+  'discontinued',
+  'archive',
+  'completed',
+];
+
+/** Contact-attempt outcomes the simulator treats as known (DOMAIN.md list plus `reached`). */
+export const KNOWN_OUTCOMES: readonly string[] = [
+  'noAnswer',
+  'leftVoicemail',
+  'reached',
+  'appointmentScheduled',
+  'notInterested',
+  'wrongNumber',
+  'disconnectedNumber',
+  'requestedCallBack',
+];

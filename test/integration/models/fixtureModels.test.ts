@@ -1,0 +1,104 @@
+/**
+ * The models against a hand-written fixture with every DOMAIN.md edge case: exact rows,
+ * whatever the session time zone of the builder and of the reader.
+ */
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { runTransform, type TransformResult } from '../../../src/transform/runTransform.js';
+import { Warehouse } from '../../../src/warehouse/Warehouse.js';
+import { EXPECTATIONS } from './expected.js';
+import { FIXTURE_EVENTS, SITE_SNAPSHOTS_SQL, insertRawEventsSql } from './fixture.js';
+
+/** Open an in-memory warehouse holding the fixture. */
+export async function fixtureWarehouse(): Promise<Warehouse> {
+  const wh = await Warehouse.open(':memory:', { threads: 2 });
+  await wh.migrate();
+  await wh.run(insertRawEventsSql(FIXTURE_EVENTS));
+  await wh.run(SITE_SNAPSHOTS_SQL);
+  return wh;
+}
+
+for (const zone of ['UTC', 'America/Los_Angeles', 'Asia/Kolkata']) {
+  describe(`models on the fixture, session TimeZone ${zone}`, () => {
+    let wh: Warehouse;
+    let result: TransformResult;
+
+    beforeAll(async () => {
+      wh = await fixtureWarehouse();
+      await wh.run(`set TimeZone = '${zone}'`);
+      result = await runTransform(wh);
+    });
+    afterAll(async () => {
+      await wh?.close();
+    });
+
+    for (const [name, exp] of Object.entries(EXPECTATIONS)) {
+      test(`${name}: exact rows`, async () => {
+        await wh.run(`set TimeZone = '${zone}'`);
+        expect(await wh.all(exp.sql)).toEqual(exp.rows);
+      });
+    }
+
+    test('dq counts reach the run summary', () => {
+      expect(Object.fromEntries(result.dq.map((d) => [d.check, d.count]))).toEqual(
+        Object.fromEntries(EXPECTATIONS['dq_summary']!.rows.map((r) => [r['check_name'], r['issue_count']])),
+      );
+    });
+
+    test('no model column is a TIMESTAMP WITH TIME ZONE (readers in any zone see the same values)', async () => {
+      const rows = await wh.all<{ t: string; c: string }>(
+        `select table_name as t, column_name as c from information_schema.columns
+         where table_schema = 'main' and data_type ilike '%with time zone%'`,
+      );
+      expect(rows).toEqual([]);
+    });
+  });
+}
+
+describe('models: invariants on the fixture', () => {
+  let wh: Warehouse;
+  beforeAll(async () => {
+    wh = await fixtureWarehouse();
+    await runTransform(wh);
+  });
+  afterAll(async () => {
+    await wh?.close();
+  });
+
+  test('one funnel row per (trial, subject) seen in any valid event; a v1+v2 patient is one row', async () => {
+    const [row] = await wh.all<{ n: bigint; d: bigint }>(
+      `select count(*) as n, count(distinct (trial_id, referral_subject_id)) as d from main.fct_patient_funnel`,
+    );
+    expect(row).toEqual({ n: 6n, d: 6n });
+  });
+
+  test('staging keeps one row per event id (duplicate delivery across streams) and no unknown type', async () => {
+    const rows = await wh.all<{ event_id: string; stream_id: string; delivery_count: bigint }>(
+      `select event_id, stream_id, delivery_count from main.stg_events where event_id = 'e25'`,
+    );
+    expect(rows).toEqual([{ event_id: 'e25', stream_id: 'stream-a', delivery_count: 2n }]);
+    const unknown = await wh.all(`select * from main.stg_events where event_type = 'v1.patient.subjectIdUpdated' and is_known_type`);
+    expect(unknown).toEqual([]);
+  });
+
+  test('a rebuild gives the same tables (reproducible: no now())', async () => {
+    const snapshot = async (): Promise<unknown[]> =>
+      wh.all(`select * exclude (as_of_at) from main.fct_patient_funnel order by patient_key`);
+    const before = await snapshot();
+    await runTransform(wh);
+    expect(await snapshot()).toEqual(before);
+  });
+
+  test('no model joins website site ids to event site ids (spec §1)', async () => {
+    const { readFileSync } = await import('node:fs');
+    const { listModelFiles } = await import('../../../src/transform/runTransform.js');
+    const { MODELS_DIR } = await import('../../../src/paths.js');
+    for (const file of listModelFiles(MODELS_DIR)) {
+      const text = readFileSync(file, 'utf8');
+      // website_site_id = x.site_id, or x.site_id = website_site_id (another namespace)
+      const joinsNamespaces =
+        /website_site_id\s*=\s*(?:\w+\.)?site_id\b/.test(text) ||
+        /(?<![\w.])(?:\w+\.)?(?<!website_)site_id\s*=\s*(?:\w+\.)?website_site_id/.test(text);
+      expect(joinsNamespaces, file).toBe(false);
+    }
+  });
+});
