@@ -1,0 +1,265 @@
+/**
+ * `make bench`: the ingest benchmark. In one run, on the same N events served by the
+ * simulator (`mock-api --synthetic-events N`, pre-rendered so it is not the bottleneck), it
+ * measures:
+ *   1. limit:   DuckDB loading the same events from a local NDJSON file into a table with
+ *               the columns of raw.events (publishedTime parsed, message and envelope JSON);
+ *   2. drain:   fetching every page over HTTP with the job's own client, discarding it;
+ *   3. extract: `recruit-etl extract` end to end into a fresh database (a child process,
+ *               cursor commits included), with its peak RSS (VmHWM);
+ *   4. transform and export on the result, and one typed scan of raw.events for scale;
+ * then prints events/s, MB/s, peak RSS and the ratios 3/1, 3/2, (transform+export)/scan,
+ * and writes the figures to bench/results/<date>.json.
+ *
+ * Environment: BENCH_EVENTS (default 1,000,000; up to 10,000,000), BENCH_PAGE_SIZE (1000),
+ * BENCH_BATCH_PAGES (the job's default), BENCH_KEEP=1 keeps the work folder.
+ *
+ * @module
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createWriteStream, mkdirSync, readFileSync, rmSync, statSync, writeFileSync, existsSync } from 'node:fs';
+import { once } from 'node:events';
+import { join } from 'node:path';
+import { PACKAGE_ROOT } from '../src/paths.js';
+import { HttpClient } from '../src/upstream/http.js';
+import { TokenProvider } from '../src/upstream/auth.js';
+import { EventsClient, firstPageUrl, pageStream } from '../src/upstream/events.js';
+import { Warehouse, sqlString } from '../src/warehouse/Warehouse.js';
+import { DEFAULT_EVENT_TYPES } from '../src/config/config.js';
+
+const N = Number(process.env['BENCH_EVENTS'] ?? 1_000_000);
+const PAGE = Number(process.env['BENCH_PAGE_SIZE'] ?? 1000);
+const BATCH = process.env['BENCH_BATCH_PAGES'];
+const CLI = join(PACKAGE_ROOT, 'dist', 'cli.js');
+const WORK = join(PACKAGE_ROOT, 'bench', '.work');
+
+interface Sim {
+  proc: ChildProcess;
+  baseUrl: string;
+  authUrl: string;
+  clientId: string;
+  audience: string;
+  trialIds: string[];
+  startMs: number;
+}
+
+async function startSimulator(): Promise<Sim> {
+  const t0 = performance.now();
+  const proc = spawn(process.execPath, [CLI, 'mock-api', '--port', '0', '--synthetic-events', String(N), '--log-level', 'warn'], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  let buf = '';
+  for await (const chunk of proc.stdout!) {
+    buf += String(chunk);
+    const nl = buf.indexOf('\n');
+    if (nl >= 0) {
+      const o = JSON.parse(buf.slice(0, nl)) as Record<string, unknown>;
+      return {
+        proc,
+        baseUrl: String(o['baseUrl']),
+        authUrl: String(o['authUrl']),
+        clientId: String(o['clientId']),
+        audience: String(o['audience']),
+        trialIds: o['trialIds'] as string[],
+        startMs: performance.now() - t0,
+      };
+    }
+  }
+  throw new Error('the simulator exited before listening');
+}
+
+function clientFor(sim: Sim): { http: HttpClient; events: EventsClient } {
+  const http = new HttpClient({});
+  const tokens = new TokenProvider({
+    credentials: { authUrl: sim.authUrl, clientId: sim.clientId, clientSecret: 'demo-client-secret', audience: sim.audience },
+    http,
+  });
+  return { http, events: new EventsClient({ baseUrl: sim.baseUrl, http, tokens }) };
+}
+
+/** 2. Every page over HTTP through the job's own client, discarded (optionally written as NDJSON). */
+async function drain(sim: Sim, ndjsonPath?: string): Promise<{ ms: number; events: number; bytes: number }> {
+  const { http, events } = clientFor(sim);
+  const out = ndjsonPath ? createWriteStream(ndjsonPath) : undefined;
+  const t0 = performance.now();
+  let n = 0;
+  let bytes = 0;
+  const start = firstPageUrl(sim.baseUrl, { trialIds: sim.trialIds, eventTypes: [...DEFAULT_EVENT_TYPES], limit: PAGE });
+  for await (const page of pageStream(events, start, { label: 'bench' })) {
+    n += page.events.length;
+    bytes += page.bytes;
+    if (out) {
+      const lines = page.events.map((e) => JSON.stringify(e)).join('\n');
+      if (lines.length > 0 && !out.write(`${lines}\n`)) await once(out, 'drain');
+    }
+  }
+  const ms = performance.now() - t0;
+  if (out) {
+    out.end();
+    await once(out, 'finish');
+  }
+  await http.close();
+  return { ms, events: n, bytes };
+}
+
+/** 1. DuckDB's own rate: NDJSON file → the columns of raw.events in a fresh database file. */
+async function limit(ndjson: string, db: string): Promise<{ ms: number; rows: number }> {
+  const wh = await Warehouse.open(db);
+  try {
+    await wh.migrate();
+    const t0 = performance.now();
+    await wh.run(`
+      insert into raw.events
+      select 'bench', row_number() over (), json->>'id', coalesce(json->>'eventType', json->>'name'),
+             try_cast(json->>'publishedTime' as timestamptz), json->'message', json, 'bench', now()
+      from read_ndjson_objects(${sqlString(ndjson)})`);
+    await wh.checkpoint();
+    const ms = performance.now() - t0;
+    const r = await wh.one<{ n: bigint }>('select count(*) as n from raw.events');
+    return { ms, rows: Number(r?.n ?? 0n) };
+  } finally {
+    await wh.close();
+  }
+}
+
+/** Run the CLI as a child process; returns wall time and peak RSS (VmHWM) in bytes. */
+async function cli(args: string[], env: Record<string, string>): Promise<{ ms: number; peakRssBytes: number; stderr: string }> {
+  const t0 = performance.now();
+  const proc = spawn(process.execPath, [CLI, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
+  let stderr = '';
+  proc.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+  let peak = 0;
+  const poll = setInterval(() => {
+    try {
+      const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${proc.pid}/status`, 'utf8'));
+      if (m) peak = Math.max(peak, Number(m[1]) * 1024);
+    } catch {
+      // the process has exited
+    }
+  }, 25);
+  const [code] = (await once(proc, 'close')) as [number | null];
+  clearInterval(poll);
+  const ms = performance.now() - t0;
+  if (code !== 0) throw new Error(`recruit-etl ${args.join(' ')} exited ${code}: ${stderr.trim()}`);
+  return { ms, peakRssBytes: peak, stderr };
+}
+
+/** 4b. One typed scan of raw.events touching every column, for scale. */
+async function typedScan(db: string): Promise<number> {
+  const wh = await Warehouse.open(db, { readOnly: true });
+  try {
+    const t0 = performance.now();
+    await wh.all(`
+      select count(*), count(distinct event_type), max(published_time), max(stream_position),
+             count(distinct message->>'referralSubjectId'), sum(length(envelope::varchar)), max(extracted_at)
+      from raw.events`);
+    return performance.now() - t0;
+  } finally {
+    await wh.close();
+  }
+}
+
+const fmt = (n: number, d = 0) => n.toLocaleString('en-US', { maximumFractionDigits: d, minimumFractionDigits: d });
+
+async function main(): Promise<void> {
+  if (!existsSync(CLI)) throw new Error('dist/cli.js is missing: run `make build`');
+  rmSync(WORK, { recursive: true, force: true });
+  mkdirSync(WORK, { recursive: true, mode: 0o700 });
+  console.log(`bench: ${fmt(N)} events, page size ${PAGE}`);
+  const sim = await startSimulator();
+  try {
+    console.log(`bench: simulator ready in ${fmt(sim.startMs / 1000, 1)} s`);
+    const ndjson = join(WORK, 'events.ndjson');
+    await drain(sim, ndjson); // untimed: the same events as NDJSON for the limit
+    const ndjsonBytes = statSync(ndjson).size;
+    const lim = await limit(ndjson, join(WORK, 'limit.duckdb'));
+    rmSync(ndjson, { force: true });
+    const dr = await drain(sim);
+    const db = join(WORK, 'extract.duckdb');
+    const env: Record<string, string> = {
+      RECRUIT_ETL_DB: db,
+      RECRUIT_ETL_BASE_URL: sim.baseUrl,
+      RECRUIT_ETL_AUTH_URL: sim.authUrl,
+      RECRUIT_ETL_CLIENT_ID: sim.clientId,
+      RECRUIT_ETL_CLIENT_SECRET: 'demo-client-secret',
+      RECRUIT_ETL_AUDIENCE: sim.audience,
+      RECRUIT_ETL_TRIAL_ID: sim.trialIds.join(','),
+      RECRUIT_ETL_PAGE_SIZE: String(PAGE),
+      RECRUIT_ETL_EXPORT_DIR: join(WORK, 'exports'),
+      RECRUIT_ETL_LOG_LEVEL: 'warn',
+      ...(BATCH ? { RECRUIT_ETL_BATCH_PAGES: BATCH } : {}),
+    };
+    const ex = await cli(['extract'], env);
+    const tr = await cli(['transform'], env);
+    const exp = await cli(['export'], env);
+    const scanMs = await typedScan(db);
+    const wh = await Warehouse.open(db, { readOnly: true });
+    const loaded = Number((await wh.one<{ n: bigint }>('select count(*) as n from raw.events'))?.n ?? 0n);
+    await wh.close();
+    if (loaded !== dr.events || lim.rows !== dr.events) {
+      throw new Error(`row counts differ: served ${dr.events}, limit ${lim.rows}, extract ${loaded}`);
+    }
+    const mb = dr.bytes / 1e6;
+    const rows = [
+      ['1 limit (DuckDB NDJSON load)', lim.ms, lim.rows, ndjsonBytes / 1e6],
+      ['2 HTTP drain', dr.ms, dr.events, mb],
+      ['3 extract end to end', ex.ms, loaded, mb],
+      ['4a transform', tr.ms, loaded, NaN],
+      ['4b export', exp.ms, loaded, NaN],
+      ['4c typed scan of raw.events', scanMs, loaded, NaN],
+    ] as const;
+    console.log('');
+    console.log(`${'step'.padEnd(30)} ${'seconds'.padStart(8)} ${'events/s'.padStart(11)} ${'MB/s'.padStart(7)}`);
+    for (const [name, ms, n, size] of rows) {
+      const s = ms / 1000;
+      console.log(`${name.padEnd(30)} ${fmt(s, 2).padStart(8)} ${fmt(n / s).padStart(11)} ${(Number.isNaN(size) ? '-' : fmt(size / s, 1)).padStart(7)}`);
+    }
+    const ratios = {
+      extractVsLimit: lim.ms / ex.ms,
+      extractVsDrain: dr.ms / ex.ms,
+      transformExportVsScan: (tr.ms + exp.ms) / scanMs,
+    };
+    console.log('');
+    console.log(`peak RSS of extract: ${fmt(ex.peakRssBytes / 1048576)} MiB (target ≤ 256)`);
+    console.log(`extract speed / limit speed (3 vs 1): ${fmt(ratios.extractVsLimit, 2)}× (target ≥ 0.5)`);
+    console.log(`extract speed / drain speed (3 vs 2): ${fmt(ratios.extractVsDrain, 2)}×`);
+    console.log(`(transform + export) / typed scan: ${fmt(ratios.transformExportVsScan, 1)}× (target ≤ 3)`);
+    const date = new Date().toISOString().slice(0, 10);
+    const resultsDir = join(PACKAGE_ROOT, 'bench', 'results');
+    mkdirSync(resultsDir, { recursive: true });
+    const file = join(resultsDir, `${date}${N === 1_000_000 ? '' : `-${N}`}.json`);
+    writeFileSync(
+      file,
+      `${JSON.stringify(
+        {
+          date: new Date().toISOString(),
+          events: N,
+          pageSize: PAGE,
+          batchPages: BATCH ? Number(BATCH) : 'default',
+          node: process.version,
+          seconds: {
+            limit: lim.ms / 1000,
+            drain: dr.ms / 1000,
+            extract: ex.ms / 1000,
+            transform: tr.ms / 1000,
+            export: exp.ms / 1000,
+            typedScan: scanMs / 1000,
+          },
+          bytesServed: dr.bytes,
+          ndjsonBytes,
+          extractPeakRssBytes: ex.peakRssBytes,
+          transformPeakRssBytes: tr.peakRssBytes,
+          ratios,
+        },
+        null,
+        2,
+      )}\n`,
+    );
+    console.log(`\nbench: figures written to ${file}`);
+  } finally {
+    sim.proc.kill('SIGTERM');
+    if (process.env['BENCH_KEEP'] !== '1') rmSync(WORK, { recursive: true, force: true });
+  }
+}
+
+await main();
