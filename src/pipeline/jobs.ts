@@ -158,7 +158,15 @@ export async function runJob(command: string, stages: readonly Stage[], ctx: Job
       result.durationMs = Date.now() - started;
       await runLog.finish(runId, 'succeeded', counts(result), summary(result));
       if (wh.path !== ':memory:') result.publishedCopy = await publishReadOnlyCopy(wh, runId);
-      logger.info({ runId, durationMs: result.durationMs, ...counts(result) }, 'run finished');
+      logger.info(
+        {
+          runId,
+          durationMs: result.durationMs,
+          ...counts(result),
+          ...(result.transform ? { dq: Object.fromEntries(result.transform.dq.map((d) => [d.check, d.count])) } : {}),
+        },
+        'run finished',
+      );
       return result;
     } catch (err) {
       result.durationMs = Date.now() - started;
