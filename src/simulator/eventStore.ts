@@ -99,6 +99,7 @@ export class EventStore {
    * @param trialIdx from {@link trialIdx}
    */
   append(json: string, typeIdx: number, trialIdx: number): void {
+    this.flush();
     const i = this.count;
     if (i >= this.chunkOf.length) this.grow(i * 2);
     const bytes = json.length * 3 <= this.current.length - this.used ? -1 : Buffer.byteLength(json);
@@ -130,8 +131,50 @@ export class EventStore {
     this.trialOf = copy(this.trialOf, (k) => new Uint16Array(k));
   }
 
+  private pending: string[] = [];
+  private pendingChars = 0;
+
+  /**
+   * Appends one envelope's JSON text that is pure ASCII (bytes = characters). Batched:
+   * texts are written to the arena in blocks, which is several times faster than
+   * {@link append} for millions of small events.
+   */
+  appendAscii(json: string, typeIdx: number, trialIdx: number): void {
+    const i = this.count;
+    if (i >= this.chunkOf.length) this.grow(i * 2);
+    if (this.pendingChars + json.length > this.current.length - this.used) {
+      this.flush();
+      if (json.length > this.current.length - this.used) {
+        if (this.current.length > 0) this.chunks.push(this.current.subarray(0, this.used));
+        this.current = Buffer.allocUnsafe(Math.max(CHUNK_BYTES, json.length));
+        this.used = 0;
+      }
+    }
+    this.chunkOf[i] = this.chunks.length;
+    this.offsetOf[i] = this.used + this.pendingChars;
+    this.lengthOf[i] = json.length;
+    this.typeOf[i] = typeIdx;
+    this.trialOf[i] = trialIdx;
+    this.pending.push(json);
+    this.pendingChars += json.length;
+    this.count = i + 1;
+    if (this.pending.length >= 256) this.flush();
+  }
+
+  /** Writes texts batched by {@link appendAscii} into the arena. */
+  flush(): void {
+    if (this.pending.length === 0) return;
+    const text = this.pending.join('');
+    const written = this.current.write(text, this.used, 'latin1');
+    if (written !== text.length) throw new Error('EventStore: batch did not fit its chunk');
+    this.used += written;
+    this.pending = [];
+    this.pendingChars = 0;
+  }
+
   /** The JSON bytes of the event at `index` (a view, not a copy). */
   bytesAt(index: number): Buffer {
+    if (this.pendingChars > 0) this.flush();
     const c = this.chunkOf[index]!;
     const chunk = c === this.chunks.length ? this.current : this.chunks[c]!;
     const off = this.offsetOf[index]!;
@@ -210,6 +253,7 @@ export class EventStore {
 
   /** Total bytes of rendered JSON held. */
   get bytes(): number {
+    this.flush();
     let n = this.used;
     for (const c of this.chunks) n += c.length;
     return n;

@@ -357,3 +357,6 @@ export async function startMockApi(options: MockApiOptions = {}): Promise<MockAp
     },
   };
 }
+
+export { MOCK_API_FLAGS, MOCK_API_USAGE, mockApiOptionsFromFlags } from './mockApiFlags.js';
+export type { MockApiFlag, MockApiFlagValues } from './mockApiFlags.js';

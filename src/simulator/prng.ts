@@ -5,6 +5,8 @@
  * @module
  */
 
+const HEX2: string[] = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, '0'));
+
 /** 32-bit finaliser ("lowbias32", Chris Wellons); a bijection on uint32. */
 export function lowbias32(x: number): number {
   x = (x ^ (x >>> 16)) >>> 0;
@@ -130,8 +132,11 @@ export class Rng {
   /** `n` lowercase hex characters. */
   hex(n: number): string {
     let out = '';
-    while (out.length < n) out += this.u32().toString(16).padStart(8, '0');
-    return out.slice(0, n);
+    while (out.length < n) {
+      const x = this.u32();
+      out += HEX2[x & 255]! + HEX2[(x >>> 8) & 255]! + HEX2[(x >>> 16) & 255]! + HEX2[x >>> 24]!;
+    }
+    return out.length === n ? out : out.slice(0, n);
   }
 
   /** `n` characters of Crockford base32 (upper case, no I L O U). */

@@ -271,8 +271,17 @@ export class MockServer {
         res.flushHeaders();
         const part = p.body.subarray(0, at);
         const after = (): void => {
-          if (rule.kind === 'resetMidBody') res.socket?.destroy();
-          else if (rule.kind === 'truncated') res.socket?.end();
+          const sock = res.socket;
+          if (sock === null) return;
+          if (rule.kind === 'truncated') sock.end();
+          else if (rule.kind === 'resetMidBody') {
+            // Give the client a moment to read the partial body, then send a TCP RST.
+            const t = setTimeout(() => {
+              this.timers.delete(t);
+              sock.resetAndDestroy();
+            }, 25);
+            this.timers.add(t);
+          }
         };
         if (part.length > 0) res.write(part, after);
         else setImmediate(after);

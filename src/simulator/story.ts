@@ -287,7 +287,6 @@ export function generateStory(options: StoryOptions): GeneratedStory {
         }
       };
       if (reachAt !== undefined) {
-        at -= 0;
         if (role === 'late') {
           push('preScreening', 0);
           push('firstVisitScheduled', days(1, 6));
@@ -318,7 +317,6 @@ export function generateStory(options: StoryOptions): GeneratedStory {
         } else if (reachKind === 'notInterested') {
           if (rng.chance(0.5)) push('archive', days(1, 5));
         } else {
-          at -= 0;
           statuses.length = 0;
           const s0 = at;
           natural('potentialCandidate');
