@@ -8,7 +8,7 @@
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { basename, join, relative } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { TransformError, isEtlError } from '../errors.js';
+import { TransformError } from '../errors.js';
 import { type Logger, silentLogger } from '../log/logger.js';
 import { MODELS_DIR, SEEDS_DIR } from '../paths.js';
 import type { Warehouse } from '../warehouse/Warehouse.js';
@@ -163,7 +163,7 @@ export async function runTransform(wh: Warehouse, options: TransformOptions = {}
         );
         rows = await count(model.name);
       } catch (err) {
-        if (isEtlError(err) && err instanceof TransformError) throw err;
+        if (err instanceof TransformError) throw err;
         throw new TransformError(`model ${model.name} failed to build: ${firstLine(err)}`, {
           cause: err,
           hint: 'fix the model (sql/models) or the seed it reads; the previous models are kept',

@@ -11,7 +11,8 @@ import { PACKAGE_ROOT } from '../../../src/paths.js';
 import { runTransform, type TransformResult } from '../../../src/transform/runTransform.js';
 import { Warehouse } from '../../../src/warehouse/Warehouse.js';
 import { tempDir } from '../../helpers/tmp.js';
-import { FIXTURE_EVENTS, SITE_SNAPSHOTS_SQL, insertRawEventsSql } from './fixture.js';
+import { startMockApi } from '../../../src/simulator/index.js';
+import { FIXTURE_EVENTS, SITE_SNAPSHOTS_SQL, insertRawEventsSql, type RawEventRow } from './fixture.js';
 
 const DBT_TIMEOUT_MS = 15 * 60_000;
 
@@ -28,6 +29,23 @@ describe('dbt build equals the runner', () => {
       await wh.migrate();
       await wh.run(insertRawEventsSql(FIXTURE_EVENTS));
       await wh.run(SITE_SNAPSHOTS_SQL);
+      // Plus the simulator's stream (other trial ids) as a third stream: every edge case at volume.
+      const api = await startMockApi({ seed: 11, patientsPerTrial: 80 });
+      try {
+        const sim: RawEventRow[] = api.truth.events.map((e, i) => ({
+          stream_id: 'stream-sim',
+          stream_position: i + 1,
+          event_id: `sim-${e.id}`,
+          event_type: e.eventType,
+          published_time: e.publishedTime,
+          message: (e.envelope['message'] ?? null) as Record<string, unknown> | null,
+          typeKey: e.typeKey,
+          extracted_at: '2026-06-01T00:00:00.000Z',
+        }));
+        for (let i = 0; i < sim.length; i += 500) await wh.run(insertRawEventsSql(sim.slice(i, i + 500)));
+      } finally {
+        await api.close();
+      }
       await wh.checkpoint();
       copyFileSync(runnerDb, dbtDb);
       built = await runTransform(wh);

@@ -71,7 +71,7 @@ export const CONTACT_ATTEMPT_OUTCOMES: Expectation = {
   rows: [
     { contact_attempt_id: 'A1', contact_attempt_outcome: 'noAnswer', outcome_order: 1, is_mapped: T, outcome_group: 'no_answer', is_reached: F },
     { contact_attempt_id: 'A2', contact_attempt_outcome: 'appointmentScheduled', outcome_order: 1, is_mapped: T, outcome_group: 'reached_scheduled', is_reached: T },
-    { contact_attempt_id: 'A2', contact_attempt_outcome: 'requestedCallBack', outcome_order: 2, is_mapped: T, outcome_group: 'reached_callback', is_reached: T },
+    { contact_attempt_id: 'A2', contact_attempt_outcome: 'requestedCallBack', outcome_order: 2, is_mapped: T, outcome_group: 'callback_requested', is_reached: F },
     { contact_attempt_id: 'A3', contact_attempt_outcome: 'callDropped', outcome_order: 1, is_mapped: F, outcome_group: 'unmapped', is_reached: null },
     { contact_attempt_id: 'A5a', contact_attempt_outcome: 'noAnswer', outcome_order: 1, is_mapped: T, outcome_group: 'no_answer', is_reached: F },
     { contact_attempt_id: 'A5b', contact_attempt_outcome: 'leftVoicemail', outcome_order: 1, is_mapped: T, outcome_group: 'no_answer', is_reached: F },

@@ -1,0 +1,41 @@
+-- One row per event of a known type that lacks a field the models need (trial, subject,
+-- domain time, status, contact attempt id) or whose time does not parse: kept out of the
+-- patient models.
+
+with
+
+patients_created as (
+    select event_id, event_type, trial_id, referral_subject_id, event_seq,
+    from {{ ref('stg_patients_created') }}
+    where not has_required_fields
+),
+
+referral_acknowledgements as (
+    select event_id, event_type, trial_id, referral_subject_id, event_seq,
+    from {{ ref('stg_referral_acknowledgements') }}
+    where not has_required_fields
+),
+
+status_changes as (
+    select event_id, event_type, trial_id, referral_subject_id, event_seq,
+    from {{ ref('stg_patient_status_changes') }}
+    where not has_required_fields
+),
+
+contact_attempts as (
+    select event_id, event_type, trial_id, referral_subject_id, event_seq,
+    from {{ ref('stg_contact_attempts') }}
+    where not has_required_fields
+),
+
+final as (
+    select * from patients_created
+    union all
+    select * from referral_acknowledgements
+    union all
+    select * from status_changes
+    union all
+    select * from contact_attempts
+)
+
+select * from final

@@ -1,0 +1,88 @@
+-- One row per valid event of a known patient entity (created, acknowledged, status changed,
+-- contact attempt): the patient keys, the domain time that orders business history, and
+-- publication lag. Events missing a key or their domain time are left to dq_invalid_events.
+
+with
+
+patients_created as (
+    select * from {{ ref('stg_patients_created') }}
+    where has_required_fields
+),
+
+referral_acknowledgements as (
+    select * from {{ ref('stg_referral_acknowledgements') }}
+    where has_required_fields
+),
+
+status_changes as (
+    select * from {{ ref('stg_patient_status_changes') }}
+    where has_required_fields
+),
+
+contact_attempts as (
+    select * from {{ ref('stg_contact_attempts') }}
+    where has_required_fields
+),
+
+unioned as (
+    select
+        event_id, event_type, 'patient_created' as entity, trial_id, referral_subject_id,
+        site_id, domain_at, published_at, event_seq, stream_id, stream_position,
+    from patients_created
+    union all
+    select
+        event_id, event_type, 'referral_acknowledged' as entity, trial_id, referral_subject_id,
+        site_id, domain_at, published_at, event_seq, stream_id, stream_position,
+    from referral_acknowledgements
+    union all
+    select
+        event_id, event_type, 'status_changed' as entity, trial_id, referral_subject_id,
+        site_id, domain_at, published_at, event_seq, stream_id, stream_position,
+    from status_changes
+    union all
+    select
+        event_id, event_type, 'contact_attempt' as entity, trial_id, referral_subject_id,
+        site_id, domain_at, published_at, event_seq, stream_id, stream_position,
+    from contact_attempts
+),
+
+flagged as (
+    select
+        *,
+        md5(json_array(trial_id, referral_subject_id)::varchar) as patient_key,
+        -- A contact attempt carries only a date: its lag counts from the end of that day.
+        date_diff(
+            'millisecond',
+            case when entity = 'contact_attempt' then domain_at + interval 1 day else domain_at end,
+            published_at
+        ) / 3600000.0 as publish_lag_hours,
+        entity = 'patient_created'
+            and row_number() over (
+                partition by trial_id, referral_subject_id, entity = 'patient_created'
+                order by domain_at, event_seq
+            ) > 1 as is_redundant_created,
+    from unioned
+),
+
+final as (
+    select
+        patient_key,
+        trial_id,
+        referral_subject_id,
+        event_id,
+        event_type,
+        entity,
+        site_id,
+        domain_at,
+        published_at,
+        publish_lag_hours,
+        -- Late: published more than 24 hours after its domain time (a backfill or a late entry).
+        coalesce(publish_lag_hours > 24, false) as is_late,
+        is_redundant_created,
+        event_seq,
+        stream_id,
+        stream_position,
+    from flagged
+)
+
+select * from final

@@ -1,0 +1,77 @@
+-- One row per contact attempt × outcome value (distinct), across every event of the attempt,
+-- mapped through seed_contact_outcomes (unknown values: is_mapped false, is_reached null).
+
+with
+
+contact_attempt_events as (
+    select * from {{ ref('stg_contact_attempts') }}
+    where has_required_fields
+),
+
+contact_outcomes as (
+    select * from {{ ref('seed_contact_outcomes') }}
+),
+
+attempt_owners as (
+    select
+        contact_attempt_id,
+        trial_id,
+        referral_subject_id,
+    from contact_attempt_events
+    qualify row_number() over (partition by contact_attempt_id order by event_seq) = 1
+),
+
+unnested as (
+    select
+        contact_attempt_id,
+        event_seq,
+        unnest(contact_attempt_outcomes) as contact_attempt_outcome,
+        unnest(generate_series(1, len(contact_attempt_outcomes))) as outcome_position,
+    from contact_attempt_events
+),
+
+sequenced as (
+    select
+        *,
+        row_number() over (
+            partition by contact_attempt_id
+            order by event_seq, outcome_position
+        ) as occurrence_number,
+    from unnested
+),
+
+distinct_outcomes as (
+    select
+        contact_attempt_id,
+        contact_attempt_outcome,
+        min(occurrence_number) as first_occurrence_number,
+        count(*) as occurrence_count,
+    from sequenced
+    group by contact_attempt_id, contact_attempt_outcome
+),
+
+final as (
+    select
+        md5(json_array(distinct_outcomes.contact_attempt_id, distinct_outcomes.contact_attempt_outcome)::varchar)
+            as contact_attempt_outcome_id,
+        distinct_outcomes.contact_attempt_id,
+        md5(json_array(attempt_owners.trial_id, attempt_owners.referral_subject_id)::varchar) as patient_key,
+        attempt_owners.trial_id,
+        attempt_owners.referral_subject_id,
+        distinct_outcomes.contact_attempt_outcome,
+        row_number() over (
+            partition by distinct_outcomes.contact_attempt_id
+            order by distinct_outcomes.first_occurrence_number
+        ) as outcome_order,
+        contact_outcomes.contact_attempt_outcome is not null as is_mapped,
+        coalesce(contact_outcomes.outcome_group, 'unmapped') as outcome_group,
+        contact_outcomes.is_reached,
+        distinct_outcomes.occurrence_count,
+    from distinct_outcomes
+    inner join attempt_owners
+        on distinct_outcomes.contact_attempt_id = attempt_owners.contact_attempt_id
+    left join contact_outcomes
+        on distinct_outcomes.contact_attempt_outcome = contact_outcomes.contact_attempt_outcome
+)
+
+select * from final

@@ -1,0 +1,74 @@
+-- One row per contact-attempt event, both spellings (v1.contactAttempt.created and
+-- v1.patient.contactAttempt.created) in one model. Several events may share one
+-- contact_attempt_id; fct_contact_attempts makes them one attempt.
+
+with
+
+events as (
+    select * from {{ ref('stg_events') }}
+    where entity = 'contact_attempt'
+),
+
+extracted as (
+    select
+        event_id,
+        event_type,
+        event_seq,
+        stream_id,
+        stream_position,
+        published_at,
+        message ->> 'trialId' as trial_id,
+        message ->> 'referralSubjectId' as referral_subject_id,
+        message ->> 'siteId' as site_id,
+        message ->> 'contactAttemptId' as contact_attempt_id,
+        message ->> 'contactAttemptDate' as contact_attempt_date_text,
+        message ->> 'createdTime' as created_time,
+        case
+            when json_type(message -> 'contactAttemptOutcomes') = 'ARRAY'
+                then list_filter(
+                    json_extract_string(message, '$.contactAttemptOutcomes[*]'),
+                    lambda outcome: outcome is not null
+                )
+        end as contact_attempt_outcomes,
+    from events
+),
+
+typed as (
+    select
+        *,
+        case
+            when regexp_matches(created_time, '\d{2}:\d{2}(:\d{2}(\.\d+)?)?\s*([Zz]|[+-]\d{2}(:?\d{2})?)$')
+                then try_cast(created_time as timestamptz) at time zone 'UTC'
+            else try_cast(created_time as timestamp)
+        end as created_at,
+        coalesce(
+            try_cast(contact_attempt_date_text as date),
+            try_cast(left(contact_attempt_date_text, 10) as date)
+        ) as contact_attempt_date,
+    from extracted
+),
+
+final as (
+    select
+        event_id,
+        event_type,
+        contact_attempt_id,
+        trial_id,
+        referral_subject_id,
+        site_id,
+        contact_attempt_date,
+        created_at,
+        coalesce(contact_attempt_outcomes, []::varchar[]) as contact_attempt_outcomes,
+        cast(contact_attempt_date as timestamp) as domain_at,
+        published_at,
+        event_seq,
+        stream_id,
+        stream_position,
+        contact_attempt_id is not null
+            and trial_id is not null
+            and referral_subject_id is not null
+            and contact_attempt_date is not null as has_required_fields,
+    from typed
+)
+
+select * from final

@@ -1,0 +1,58 @@
+-- One row per status-changed event, typed. patient_status is an open enum: passed through as sent.
+
+with
+
+events as (
+    select * from {{ ref('stg_events') }}
+    where entity = 'status_changed'
+),
+
+extracted as (
+    select
+        event_id,
+        event_type,
+        event_seq,
+        stream_id,
+        stream_position,
+        published_at,
+        message ->> 'trialId' as trial_id,
+        message ->> 'referralSubjectId' as referral_subject_id,
+        message ->> 'siteId' as site_id,
+        message ->> 'patientStatus' as patient_status,
+        message ->> 'statusChangedTime' as status_changed_time,
+    from events
+),
+
+typed as (
+    select
+        *,
+        case
+            when regexp_matches(status_changed_time, '\d{2}:\d{2}(:\d{2}(\.\d+)?)?\s*([Zz]|[+-]\d{2}(:?\d{2})?)$')
+                then try_cast(status_changed_time as timestamptz) at time zone 'UTC'
+            else try_cast(status_changed_time as timestamp)
+        end as status_changed_at,
+    from extracted
+),
+
+final as (
+    select
+        event_id,
+        event_type,
+        trial_id,
+        referral_subject_id,
+        site_id,
+        patient_status,
+        status_changed_at,
+        status_changed_at as domain_at,
+        published_at,
+        event_seq,
+        stream_id,
+        stream_position,
+        trial_id is not null
+            and referral_subject_id is not null
+            and patient_status is not null
+            and status_changed_at is not null as has_required_fields,
+    from typed
+)
+
+select * from final

@@ -1,0 +1,70 @@
+-- One row per patient-created event (v1.patient.created, v2.patient.created, ...), typed.
+-- A patient created under several versions has several rows here; int_patients keeps one.
+
+with
+
+events as (
+    select * from {{ ref('stg_events') }}
+    where entity = 'patient_created'
+),
+
+extracted as (
+    select
+        event_id,
+        event_type,
+        event_version,
+        event_seq,
+        stream_id,
+        stream_position,
+        published_at,
+        message ->> 'trialId' as trial_id,
+        message ->> 'referralSubjectId' as referral_subject_id,
+        message ->> 'siteId' as site_id,
+        message ->> 'sponsorSiteId' as sponsor_site_id,
+        message ->> 'patientStatus' as patient_status,
+        message ->> 'referralReceivedTime' as referral_received_time,
+        message ->> 'createdTime' as created_time,
+    from events
+),
+
+typed as (
+    select
+        *,
+        -- GMT strings with Z or an offset go through timestamptz; bare ones are read as UTC.
+        case
+            when regexp_matches(referral_received_time, '\d{2}:\d{2}(:\d{2}(\.\d+)?)?\s*([Zz]|[+-]\d{2}(:?\d{2})?)$')
+                then try_cast(referral_received_time as timestamptz) at time zone 'UTC'
+            else try_cast(referral_received_time as timestamp)
+        end as referral_received_at,
+        case
+            when regexp_matches(created_time, '\d{2}:\d{2}(:\d{2}(\.\d+)?)?\s*([Zz]|[+-]\d{2}(:?\d{2})?)$')
+                then try_cast(created_time as timestamptz) at time zone 'UTC'
+            else try_cast(created_time as timestamp)
+        end as created_at,
+    from extracted
+),
+
+final as (
+    select
+        event_id,
+        event_type,
+        event_version,
+        trial_id,
+        referral_subject_id,
+        site_id,
+        sponsor_site_id,
+        patient_status,
+        referral_received_at,
+        created_at,
+        coalesce(created_at, referral_received_at) as domain_at,
+        published_at,
+        event_seq,
+        stream_id,
+        stream_position,
+        trial_id is not null
+            and referral_subject_id is not null
+            and coalesce(created_at, referral_received_at) is not null as has_required_fields,
+    from typed
+)
+
+select * from final

@@ -1,0 +1,55 @@
+-- One row per referral-acknowledged event, typed.
+
+with
+
+events as (
+    select * from {{ ref('stg_events') }}
+    where entity = 'referral_acknowledged'
+),
+
+extracted as (
+    select
+        event_id,
+        event_type,
+        event_seq,
+        stream_id,
+        stream_position,
+        published_at,
+        message ->> 'trialId' as trial_id,
+        message ->> 'referralSubjectId' as referral_subject_id,
+        message ->> 'siteId' as site_id,
+        message ->> 'referralAcknowledgedTime' as referral_acknowledged_time,
+    from events
+),
+
+typed as (
+    select
+        *,
+        case
+            when regexp_matches(referral_acknowledged_time, '\d{2}:\d{2}(:\d{2}(\.\d+)?)?\s*([Zz]|[+-]\d{2}(:?\d{2})?)$')
+                then try_cast(referral_acknowledged_time as timestamptz) at time zone 'UTC'
+            else try_cast(referral_acknowledged_time as timestamp)
+        end as referral_acknowledged_at,
+    from extracted
+),
+
+final as (
+    select
+        event_id,
+        event_type,
+        trial_id,
+        referral_subject_id,
+        site_id,
+        referral_acknowledged_at,
+        referral_acknowledged_at as domain_at,
+        published_at,
+        event_seq,
+        stream_id,
+        stream_position,
+        trial_id is not null
+            and referral_subject_id is not null
+            and referral_acknowledged_at is not null as has_required_fields,
+    from typed
+)
+
+select * from final
