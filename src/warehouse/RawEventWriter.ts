@@ -89,8 +89,12 @@ export class RawEventWriter {
          select seq, event_id, envelope from _batch
        ),
        within_batch as (
-         select min(seq) as seq, event_id from mine group by event_id
-         having count(distinct json(envelope)::varchar) > 1
+         -- the page that re-sent an id with another payload, not the page of the original
+         select seq, event_id from (
+           select seq, event_id, json(envelope)::varchar as e,
+                  first_value(json(envelope)::varchar) over (partition by event_id order by seq, i) as first_e
+           from _batch
+         ) where e <> first_e
        ),
        across as (
          select m.seq, m.event_id from mine m

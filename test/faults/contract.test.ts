@@ -1,0 +1,174 @@
+/**
+ * Contract breaks (DESIGN.md guarantees 1, 4, 5; RELIABILITY.md "Tests worth having: Cursor, Input").
+ *
+ * A page that parses but breaks the contract fails the run at once with exit 6, not retried,
+ * naming stream and page; nothing of that page (or its batch) is committed, earlier pages stay
+ * and the cursor stays right after them. Re-deliveries of an id with the same payload are
+ * stored once. A `nextPage` that is unsafe or does not advance is refused BEFORE any request
+ * is sent to it: the bearer token never leaves the configured origin.
+ */
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { join } from 'node:path';
+import { startMockApi, type FaultRule, type MockApi, type NextPageVariant, type TruthEvent } from '../../src/simulator/index.js';
+import { tempDir } from '../helpers/tmp.js';
+import { expectExactly, expectPrefix, expectedAll, extractOnce, readDb, startTrap, type Outcome, type Trap } from '../helpers/faults.js';
+
+const SIM = { seed: 11, patientsPerTrial: 10 } as const;
+const PAGE = 10;
+
+let api: MockApi;
+let tmp: ReturnType<typeof tempDir>;
+let expected: TruthEvent[];
+let n = 0;
+const freshDb = (): string => join(tmp.dir, `c${++n}.duckdb`);
+
+beforeEach(async () => {
+  api = await startMockApi({ port: 0, ...SIM });
+  tmp = tempDir('recruit-etl-contract-');
+  expected = expectedAll(api);
+});
+afterEach(async () => {
+  await api.close();
+  tmp.cleanup();
+});
+
+type Rule = Omit<FaultRule, 'endpoint'>;
+
+/**
+ * Page `bad` (1-based) breaks the contract: exit 6 naming the page, pages before it kept,
+ * exactly `requests` events requests in all (no retry, nothing sent after), then a clean run
+ * resumes and completes exactly.
+ */
+async function expectContractBreak(rule: Rule, bad: number, requests: number | [number, number], extra: Record<string, unknown> = {}): Promise<{ out: Outcome; db: string }> {
+  api.faults.add({ endpoint: 'events', after: bad - 1, ...rule });
+  const db = freshDb();
+  const out = await extractOnce(api, db, { pageSize: PAGE, ...extra });
+  expect(out.exitCode, out.message).toBe(6);
+  expect(out.message).toMatch(/^recruit-etl: error: stream [0-9a-z_-]+/i);
+  expect(out.message).toContain(`page ${bad}`);
+  if (typeof requests === 'number') expect(api.stats.eventRequests).toBe(requests);
+  else {
+    expect(api.stats.eventRequests).toBeGreaterThanOrEqual(requests[0]);
+    expect(api.stats.eventRequests).toBeLessThanOrEqual(requests[1]);
+  }
+  const state = await readDb(db);
+  expectPrefix(state, expected, (bad - 1) * PAGE, api.truth.events);
+  expect(state.runs.at(-1)!.status).toBe('failed');
+  expect(state.runs.at(-1)!.error).toContain(`page ${bad}`);
+  api.faults.clear();
+  const again = await extractOnce(api, db, { pageSize: PAGE, ...extra });
+  expect(again.exitCode, again.message).toBe(0);
+  expectExactly(await readDb(db), expected, api.truth.events);
+  return { out, db };
+}
+
+describe('pages that parse but break the contract: exit 6 at once, nothing of the page', () => {
+  it('no pagination', async () => {
+    await expectContractBreak({ kind: 'missingPagination' }, 4, 4);
+  });
+
+  it('events is not an array', async () => {
+    await expectContractBreak({ kind: 'eventsNotArray' }, 4, 4);
+  });
+
+  it('an event without id (in the middle of the page)', async () => {
+    await expectContractBreak({ kind: 'eventWithoutId' }, 4, 4);
+  });
+
+  it('an event without id on the first page: nothing stored, no cursor', async () => {
+    api.faults.add({ endpoint: 'events', kind: 'eventWithoutId' });
+    const db = freshDb();
+    const out = await extractOnce(api, db, { pageSize: PAGE });
+    expect(out.exitCode, out.message).toBe(6);
+    expectPrefix(await readDb(db), expected, 0, api.truth.events);
+  });
+});
+
+describe('re-delivered ids', () => {
+  it('the same id twice within a page, same payload: stored once', async () => {
+    api.faults.add({ endpoint: 'events', kind: 'duplicateIdWithinPage', after: 3, times: 2 });
+    const db = freshDb();
+    const out = await extractOnce(api, db, { pageSize: PAGE });
+    expect(out.exitCode, out.message).toBe(0);
+    expect(api.faults.fired().filter((f) => f.kind === 'duplicateIdWithinPage')).toHaveLength(2);
+    expect(out.result!.extract!.duplicatesSkipped).toBe(2);
+    expectExactly(await readDb(db), expected, api.truth.events);
+  });
+
+  it('an id of an earlier page again, same payload: stored once', async () => {
+    api.faults.add({ endpoint: 'events', kind: 'duplicateIdAcrossPages', after: 2, times: 3 });
+    const db = freshDb();
+    const out = await extractOnce(api, db, { pageSize: PAGE });
+    expect(out.exitCode, out.message).toBe(0);
+    expect(api.faults.fired().filter((f) => f.kind === 'duplicateIdAcrossPages')).toHaveLength(3);
+    expect(out.result!.extract!.duplicatesSkipped).toBe(3);
+    expectExactly(await readDb(db), expected, api.truth.events);
+  });
+
+  it('an id of an earlier page again within one multi-page batch: stored once', async () => {
+    api.faults.add({ endpoint: 'events', kind: 'duplicateIdAcrossPages', after: 1, times: 2 });
+    const db = freshDb();
+    const out = await extractOnce(api, db, { pageSize: PAGE, batchPages: 5 });
+    expect(out.exitCode, out.message).toBe(0);
+    expectExactly(await readDb(db), expected, api.truth.events);
+  });
+
+  it('an id of an earlier page again with ANOTHER payload: exit 6, nothing of that page', async () => {
+    const { out } = await expectContractBreak({ kind: 'sameIdOtherPayload' }, 4, [4, 5] /* page 5 may be prefetched */);
+    expect(out.message).toMatch(/different payload/);
+  });
+
+  it('another payload inside a multi-page batch: exit 6, nothing of that whole batch, earlier batches kept', async () => {
+    // Batches of 3 pages: batch 1 = pages 1-3 (committed), batch 2 = pages 4-6 with the bad page 5.
+    api.faults.add({ endpoint: 'events', kind: 'sameIdOtherPayload', after: 4 });
+    const db = freshDb();
+    const out = await extractOnce(api, db, { pageSize: PAGE, batchPages: 3 });
+    expect(out.exitCode, out.message).toBe(6);
+    expect(out.message).toContain('page 5');
+    expectPrefix(await readDb(db), expected, 3 * PAGE, api.truth.events);
+    api.faults.clear();
+    const again = await extractOnce(api, db, { pageSize: PAGE, batchPages: 3 });
+    expect(again.exitCode, again.message).toBe(0);
+    expectExactly(await readDb(db), expected, api.truth.events);
+  });
+});
+
+describe('unsafe or non-advancing nextPage: refused whole, never requested', () => {
+  let trap: Trap;
+  beforeEach(async () => {
+    trap = await startTrap();
+  });
+  afterEach(async () => {
+    await trap.close();
+  });
+
+  // Page 3 carries the bad nextPage: pages 1-2 stay, page 3 is refused, no 4th request anywhere.
+  const cases: Array<[NextPageVariant, () => Partial<FaultRule>, RegExp]> = [
+    ['otherOrigin', () => ({ url: trap.url }), /origin/],
+    ['otherScheme', () => ({}), /origin/],
+    ['otherPort', () => ({ port: trap.port }), /origin/],
+    ['userInfo', () => ({}), /user info/],
+    ['relative', () => ({}), /absolute/],
+    ['unchanged', () => ({}), /equals the URL just requested/],
+    ['cycle', () => ({}), /cycle/],
+    ['oversizedUrl', () => ({ size: 100_000 }), /characters long/],
+  ];
+
+  it.each(cases)('nextPage %s: exit 6, pages 1-2 kept, the trap and the API receive nothing more', async (variant, params, why) => {
+    const { out } = await expectContractBreak({ kind: 'nextPage', variant, ...params() }, 3, 3);
+    expect(out.message).toMatch(why);
+    expect(out.message).toMatch(/refused/);
+    expect(trap.connections).toBe(0);
+    expect(trap.requests).toEqual([]);
+  });
+
+  it('an empty poll (hasNextPage false, nextPage = the URL requested) is normal, not a cycle', async () => {
+    const db = freshDb();
+    const first = await extractOnce(api, db, { pageSize: PAGE });
+    expect(first.exitCode, first.message).toBe(0);
+    const again = await extractOnce(api, db, { pageSize: PAGE });
+    expect(again.exitCode, again.message).toBe(0);
+    expect(again.result!.extract!.eventsLoaded).toBe(0);
+    expectExactly(await readDb(db), expected, api.truth.events);
+  });
+});

@@ -1,0 +1,332 @@
+/**
+ * Network faults (DESIGN.md guarantees 1, 4, 5; RELIABILITY.md "Tests worth having: Network").
+ *
+ * Every case pages 13 pages of 10 events with one page per transaction and hits page 4
+ * (`after: 3`). Each run either succeeds with raw.events exactly the expected events, or
+ * ends with the documented exit code with pages 1–3 kept, nothing of page 4, and the cursor
+ * right after page 3; then a clean run resumes and completes exactly.
+ */
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { once } from 'node:events';
+import { createServer, type ServerResponse } from 'node:http';
+import { join } from 'node:path';
+import { startMockApi, type FaultRule, type MockApi, type TruthEvent } from '../../src/simulator/index.js';
+import { tempDir } from '../helpers/tmp.js';
+import { closedPort, expectExactly, expectPrefix, expectedAll, extractOnce, readDb, startTrap, type Outcome } from '../helpers/faults.js';
+
+const SIM = { seed: 11, patientsPerTrial: 10 } as const;
+const PAGE = 10;
+const AFTER = 3; // fault on the 4th events request = page 4
+const EVENTS = '/rpi/events';
+
+let api: MockApi;
+let tmp: ReturnType<typeof tempDir>;
+let expected: TruthEvent[];
+let n = 0;
+const freshDb = (): string => join(tmp.dir, `w${++n}.duckdb`);
+
+beforeEach(async () => {
+  api = await startMockApi({ port: 0, ...SIM });
+  tmp = tempDir('recruit-etl-net-');
+  expected = expectedAll(api);
+  expect(expected.length).toBeGreaterThan(PAGE * 10);
+});
+afterEach(async () => {
+  await api.close();
+  tmp.cleanup();
+});
+
+type Rule = Omit<FaultRule, 'endpoint'>;
+
+/** A transient fault on page 4 that clears within the retry budget: the run succeeds exactly once. */
+async function expectRecovers(rule: Rule, retries: number): Promise<Outcome> {
+  api.faults.add({ endpoint: 'events', after: AFTER, ...rule });
+  const db = freshDb();
+  const out = await extractOnce(api, db, { pageSize: PAGE });
+  expect(out.message).toBe('');
+  expect(out.exitCode).toBe(0);
+  expect(api.faults.fired().length).toBeGreaterThanOrEqual(1);
+  expectExactly(await readDb(db), expected, api.truth.events);
+  expect(out.result!.extract!.eventsLoaded).toBe(expected.length);
+  // Each retry sends the page again whole; the page counts once.
+  expect(api.stats.eventRequests - out.result!.extract!.pages).toBe(retries);
+  return out;
+}
+
+/** A fault on page 4 that outlasts the retry budget: exit `code`, pages 1–3 kept, then a clean run completes. */
+async function expectFailsKeepingPrefix(rule: Rule, code: number, requestsForBadPage: number): Promise<Outcome> {
+  api.faults.add({ endpoint: 'events', after: AFTER, ...rule });
+  const db = freshDb();
+  const out = await extractOnce(api, db, { pageSize: PAGE });
+  expect(out.exitCode, out.message).toBe(code);
+  expect(out.message).toMatch(/^recruit-etl: error: /);
+  expect(out.message).toContain('page 4');
+  expect(api.stats.eventRequests).toBe(AFTER + requestsForBadPage);
+  const state = await readDb(db);
+  expectPrefix(state, expected, AFTER * PAGE, api.truth.events);
+  expect(state.runs.at(-1)!.status).toBe('failed');
+  // The stored cursor is good: once the fault is gone the next run completes exactly.
+  api.faults.clear();
+  const again = await extractOnce(api, db, { pageSize: PAGE });
+  expect(again.exitCode, again.message).toBe(0);
+  expect(again.result!.extract!.resumed).toBe(true);
+  expect(again.result!.extract!.eventsLoaded).toBe(expected.length - AFTER * PAGE);
+  expectExactly(await readDb(db), expected, api.truth.events);
+  return out;
+}
+
+describe('transient HTTP statuses', () => {
+  it('503 burst then clean: retried, every event once', async () => {
+    await expectRecovers({ kind: 'status', code: 503, times: 2 }, 2);
+  });
+
+  it.each([500, 502, 504, 408])('%i once then clean: retried, every event once', async (code) => {
+    await expectRecovers({ kind: 'status', code, times: 1 }, 1);
+  });
+
+  it('503 that outlasts the retries: exit 4, pages 1-3 kept, nothing of page 4', async () => {
+    const out = await expectFailsKeepingPrefix({ kind: 'status', code: 503, times: Infinity }, 4, 3);
+    expect(out.message).toMatch(/after 3 attempts; last: HTTP 503/);
+  });
+
+  it('429 with Retry-After in seconds: waits that long, then succeeds', async () => {
+    const out = await expectRecovers({ kind: 'status', code: 429, retryAfter: 1, times: 1 }, 1);
+    // The fast policy backs off 5-20 ms: only the Retry-After explains a second.
+    expect(out.ms).toBeGreaterThanOrEqual(1000);
+  });
+
+  it('429 with Retry-After as an HTTP-date: waits until then, then succeeds', async () => {
+    const at = new Date(Date.now() + 2500).toUTCString(); // second resolution: 1.5-2.5 s from now
+    const out = await expectRecovers({ kind: 'status', code: 429, retryAfter: at, times: 1 }, 1);
+    expect(out.ms).toBeGreaterThanOrEqual(1000);
+  });
+
+  it('429 asking for longer than the job waits: exit 4 at once, no retry, not cut short silently', async () => {
+    const out = await expectFailsKeepingPrefix({ kind: 'status', code: 429, retryAfter: 3600, times: Infinity }, 4, 1);
+    expect(out.ms).toBeLessThan(5000);
+    expect(out.message).toMatch(/Retry-After/);
+  });
+
+  it('429 without Retry-After that persists: exit 4 after the retries', async () => {
+    await expectFailsKeepingPrefix({ kind: 'status', code: 429, times: Infinity }, 4, 3);
+  });
+});
+
+describe('timeouts and broken connections', () => {
+  it('headers that never come (once): timed out, retried, succeeds', async () => {
+    await expectRecovers({ kind: 'headersNever', times: 1 }, 1);
+  });
+
+  it('headers that never come (always): exit 4 within the timeouts', async () => {
+    const out = await expectFailsKeepingPrefix({ kind: 'headersNever', times: Infinity }, 4, 3);
+    expect(out.ms).toBeLessThan(10_000);
+    expect(out.message).toMatch(/headers timeout/);
+  });
+
+  it('a body that stalls (once): timed out, fetched again whole, succeeds', async () => {
+    await expectRecovers({ kind: 'bodyStall', at: 100, times: 1 }, 1);
+  });
+
+  it('a body that stalls (always): exit 4', async () => {
+    const out = await expectFailsKeepingPrefix({ kind: 'bodyStall', at: 100, times: Infinity }, 4, 3);
+    expect(out.message).toMatch(/body timeout/);
+  });
+
+  it('a reset mid-body (once): fetched again whole from the same cursor, succeeds', async () => {
+    await expectRecovers({ kind: 'resetMidBody', at: 200, times: 1 }, 1);
+  });
+
+  it('a reset mid-body (always): exit 4', async () => {
+    await expectFailsKeepingPrefix({ kind: 'resetMidBody', at: 200, times: Infinity }, 4, 3);
+  });
+
+  it('connection refused (the API went away mid-life): exit 4, state untouched; back on the same port, the run completes', async () => {
+    const db = freshDb();
+    // First night: half of the stream.
+    await api.close();
+    const port = await closedPort();
+    api = await startMockApi({ port, ...SIM, releaseFraction: 0.5 });
+    const first = await extractOnce(api, db, { pageSize: PAGE });
+    expect(first.exitCode, first.message).toBe(0);
+    const before = await readDb(db);
+    const half = before.ids.length;
+    expect(half).toBeGreaterThan(0);
+    // The API is down: nothing listens on the port any more.
+    await api.close();
+    const down = await extractOnce(api, db, { pageSize: PAGE });
+    expect(down.exitCode, down.message).toBe(4);
+    expect(down.message).toMatch(/ECONNREFUSED/);
+    const during = await readDb(db);
+    expect(during.ids).toEqual(before.ids);
+    expect(during.streams).toEqual(before.streams);
+    expect(during.runs.at(-1)!.status).toBe('failed');
+    // Back up with everything released: the stored cursor resumes.
+    api = await startMockApi({ port, ...SIM });
+    const full = expectedAll(api);
+    const third = await extractOnce(api, db, { pageSize: PAGE });
+    expect(third.exitCode, third.message).toBe(0);
+    expect(third.result!.extract!.eventsLoaded).toBe(full.length - half);
+    expectExactly(await readDb(db), full, api.truth.events);
+  });
+
+  it('connection refused on the very first page: exit 4, nothing stored, no cursor', async () => {
+    const port = await closedPort();
+    const db = freshDb();
+    // Token from the simulator, events from a closed port.
+    const out = await extractOnce(api, db, { pageSize: PAGE, baseUrl: `http://127.0.0.1:${port}` });
+    expect(out.exitCode, out.message).toBe(4);
+    const state = await readDb(db);
+    expect(state.ids).toEqual([]);
+    expect(state.streams[0]!.nextPage).toBeNull();
+  });
+});
+
+describe('unreadable bodies', () => {
+  it.each([0, 1, 57, 400, 2000])('truncated at byte %i with a content-length (once): fetched again, succeeds', async (at) => {
+    await expectRecovers({ kind: 'truncated', at, times: 1 }, 1);
+  });
+
+  it.each([1, 300])('truncated at byte %i, chunked, no final chunk (once): fetched again, succeeds', async (at) => {
+    await expectRecovers({ kind: 'truncated', at, chunked: true, times: 1 }, 1);
+  });
+
+  it('truncated (always): exit 4, nothing of the page', async () => {
+    await expectFailsKeepingPrefix({ kind: 'truncated', at: 300, times: Infinity }, 4, 3);
+  });
+
+  it('truncated and chunked (always): exit 4, nothing of the page', async () => {
+    await expectFailsKeepingPrefix({ kind: 'truncated', at: 300, chunked: true, times: Infinity }, 4, 3);
+  });
+
+  it('a 200 whose body is not JSON (once): retried, succeeds', async () => {
+    await expectRecovers({ kind: 'nonJson', times: 1 }, 1);
+  });
+
+  it('a 200 whose body is not JSON (always): exit 4, the body is not quoted', async () => {
+    const out = await expectFailsKeepingPrefix({ kind: 'nonJson', body: '{"events":[ SENTINEL-BODY-TEXT', times: Infinity }, 4, 3);
+    expect(out.message).not.toContain('SENTINEL-BODY-TEXT');
+  });
+
+  it('text/html with 200 (once): retried, succeeds', async () => {
+    await expectRecovers({ kind: 'html200', times: 1 }, 1);
+  });
+
+  it('text/html with 200 (always): exit 4, the page is not quoted', async () => {
+    const out = await expectFailsKeepingPrefix({ kind: 'html200', times: Infinity }, 4, 3);
+    expect(out.message).not.toMatch(/Bad Gateway|<html/i);
+  });
+
+  it('an oversized body: exit 4 at once, NOT retried (the same cursor would return the same page)', async () => {
+    const big = await (async () => {
+      api.faults.add({ endpoint: 'events', after: AFTER, kind: 'oversized', size: 1024 * 1024, times: Infinity });
+      const db = freshDb();
+      const out = await extractOnce(api, db, { pageSize: PAGE }, { maxResponseBytes: 256 * 1024 });
+      return { out, db };
+    })();
+    expect(big.out.exitCode, big.out.message).toBe(4);
+    expect(big.out.message).toMatch(/larger than 262144 bytes/);
+    expect(api.stats.eventRequests).toBe(AFTER + 1);
+    expectPrefix(await readDb(big.db), expected, AFTER * PAGE, api.truth.events);
+  });
+});
+
+describe('redirects', () => {
+  it('a 302 to another origin: exit 6, not followed (the trap receives nothing), pages 1-3 kept', async () => {
+    const trap = await startTrap();
+    try {
+      const out = await expectFailsKeepingPrefix({ kind: 'redirect', url: `${trap.url}/rpi/events?cursor=stolen`, times: Infinity }, 6, 1);
+      expect(out.message).toMatch(/redirect/);
+      expect(trap.connections).toBe(0);
+      expect(trap.requests).toEqual([]);
+    } finally {
+      await trap.close();
+    }
+  });
+
+  it('a 302 to the same origin is not followed either: exit 6', async () => {
+    await expectFailsKeepingPrefix({ kind: 'redirect', url: `${api.baseUrl}/rpi/events?cursor=elsewhere`, times: 1 }, 6, 1);
+  });
+});
+
+describe('raw upstream responses the simulator does not make (first page; the token still comes from the simulator)', () => {
+  /** An events endpoint that answers every request with `answer`; returns its base URL, a request counter and close. */
+  async function rawUpstream(answer: (res: ServerResponse) => void): Promise<{ baseUrl: string; requests: () => number; close: () => Promise<void> }> {
+    let count = 0;
+    const server = createServer((req, res) => {
+      count++;
+      req.resume();
+      answer(res);
+    });
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    const port = (server.address() as { port: number }).port;
+    return {
+      baseUrl: `http://127.0.0.1:${port}`,
+      requests: () => count,
+      close: () => new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+    };
+  }
+
+  it('an oversized chunked body (no content-length): exit 4 after ONE request, the stream limit applies', async () => {
+    const up = await rawUpstream((res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      const chunk = Buffer.alloc(64 * 1024, 0x20);
+      let sent = 0;
+      const pump = (): void => {
+        while (sent < 1024 * 1024) {
+          sent += chunk.length;
+          if (!res.write(chunk)) return void res.once('drain', pump);
+        }
+        res.end('{}');
+      };
+      res.write('{"events":[');
+      pump();
+    });
+    try {
+      const db = freshDb();
+      const out = await extractOnce(api, db, { pageSize: PAGE, baseUrl: up.baseUrl }, { maxResponseBytes: 256 * 1024 });
+      expect(out.exitCode, out.message).toBe(4);
+      expect(out.message).toMatch(/larger than 262144 bytes/);
+      expect(up.requests()).toBe(1);
+      expectPrefix(await readDb(db), expected, 0, api.truth.events);
+    } finally {
+      await up.close();
+    }
+  });
+
+  it('a body that is not valid UTF-8 (always): retried, then exit 4; nothing stored', async () => {
+    const up = await rawUpstream((res) => {
+      const body = Buffer.concat([Buffer.from('{"events":[],"pagination":{"nextPage":"x'), Buffer.from([0xff, 0xfe]), Buffer.from('","hasNextPage":false}}')]);
+      res.writeHead(200, { 'content-type': 'application/json', 'content-length': String(body.length) });
+      res.end(body);
+    });
+    try {
+      const db = freshDb();
+      const out = await extractOnce(api, db, { pageSize: PAGE, baseUrl: up.baseUrl });
+      expect(out.exitCode, out.message).toBe(4);
+      expect(out.message).toMatch(/UTF-8/);
+      expect(up.requests()).toBe(3);
+      expectPrefix(await readDb(db), expected, 0, api.truth.events);
+    } finally {
+      await up.close();
+    }
+  });
+
+  it('a content-encoding that was not asked for: exit 6 at once', async () => {
+    const up = await rawUpstream((res) => {
+      res.writeHead(200, { 'content-type': 'application/json', 'content-encoding': 'gzip', 'content-length': '4' });
+      res.end(Buffer.from([0x1f, 0x8b, 0x08, 0x00]));
+    });
+    try {
+      const db = freshDb();
+      const out = await extractOnce(api, db, { pageSize: PAGE, baseUrl: up.baseUrl });
+      expect(out.exitCode, out.message).toBe(6);
+      expect(up.requests()).toBe(1);
+    } finally {
+      await up.close();
+    }
+  });
+});

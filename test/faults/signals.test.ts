@@ -1,0 +1,83 @@
+/**
+ * SIGINT / SIGTERM in the middle of a run (DESIGN.md exit codes 130 / 143, guarantees 1 and 2):
+ * the run stops within the 5 s grace, records itself 'interrupted', keeps every committed
+ * page with its cursor, and the next run completes to exactly the expected events.
+ */
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { join } from 'node:path';
+import { startMockApi, type MockApi } from '../../src/simulator/index.js';
+import { runCli } from '../helpers/cli.js';
+import { envFor } from '../helpers/sim.js';
+import { tempDir } from '../helpers/tmp.js';
+import { expectExactly, expectPrefix, expectedAll, readDb, startCli, waitFor } from '../helpers/faults.js';
+
+let api: MockApi;
+let tmp: ReturnType<typeof tempDir>;
+
+beforeEach(async () => {
+  api = await startMockApi({ port: 0, seed: 17, patientsPerTrial: 10 });
+  tmp = tempDir('recruit-etl-sig-');
+});
+afterEach(async () => {
+  await api.close();
+  tmp.cleanup();
+});
+
+describe.each([
+  ['SIGINT', 130],
+  ['SIGTERM', 143],
+] as const)('%s during a slow multi-page extract', (signal, code) => {
+  it(`exits ${code} within 5 s, run 'interrupted', a contiguous prefix with its cursor; the next run completes exactly`, async () => {
+    const expected = expectedAll(api);
+    api.faults.add({ endpoint: 'events', kind: 'latency', ms: 250, times: Infinity });
+    const db = join(tmp.dir, 'w.duckdb');
+    const env = envFor(api, db, { RECRUIT_ETL_PAGE_SIZE: '10', RECRUIT_ETL_BATCH_PAGES: '1', RECRUIT_ETL_LOG_LEVEL: 'warn' });
+    const run = startCli(['extract'], env);
+    await waitFor(() => api.stats.eventRequests >= 5, 20_000, 'five page requests');
+    const sentAt = Date.now();
+    run.child.kill(signal);
+    const r = await run.done;
+    const stopMs = Date.now() - sentAt;
+    expect(r.code, r.stderr).toBe(code);
+    expect(stopMs).toBeLessThan(5000);
+    expect(r.stderr.trim().split('\n')).toHaveLength(1);
+    expect(r.stderr).toMatch(new RegExp(`^recruit-etl: error: interrupted by ${signal}`));
+
+    const state = await readDb(db);
+    expect(state.runs).toHaveLength(1);
+    expect(state.runs[0]!.status).toBe('interrupted');
+    const n = state.ids.length;
+    expect(n).toBeGreaterThanOrEqual(30); // pages 1-3 at least were committed before page 5 was asked for
+    expect(n).toBeLessThan(expected.length);
+    expect(n % 10).toBe(0); // whole pages only
+    expectPrefix(state, expected, n, api.truth.events);
+
+    api.faults.clear();
+    const again = await runCli(['extract'], env);
+    expect(again.code, again.stderr).toBe(0);
+    const final = await readDb(db);
+    expectExactly(final, expected, api.truth.events);
+    expect(final.runs.map((x) => x.status)).toEqual(['interrupted', 'succeeded']);
+  });
+});
+
+describe('a second signal', () => {
+  it('stops at once with the signal exit code; committed pages stay consistent', async () => {
+    const expected = expectedAll(api);
+    api.faults.add({ endpoint: 'events', kind: 'latency', ms: 250, times: Infinity });
+    const db = join(tmp.dir, 'w2.duckdb');
+    const env = envFor(api, db, { RECRUIT_ETL_PAGE_SIZE: '10', RECRUIT_ETL_BATCH_PAGES: '1', RECRUIT_ETL_LOG_LEVEL: 'warn' });
+    const run = startCli(['extract'], env);
+    await waitFor(() => api.stats.eventRequests >= 4, 20_000, 'four page requests');
+    run.child.kill('SIGTERM');
+    run.child.kill('SIGINT');
+    const r = await run.done;
+    expect([130, 143]).toContain(r.code);
+    const state = await readDb(db);
+    expectPrefix(state, expected, state.ids.length, api.truth.events);
+    api.faults.clear();
+    const again = await runCli(['extract'], env);
+    expect(again.code, again.stderr).toBe(0);
+    expectExactly(await readDb(db), expected, api.truth.events);
+  });
+});
