@@ -10,7 +10,7 @@
  */
 import { InterruptedError } from '../errors.js';
 import { type Logger, silentLogger } from '../log/logger.js';
-import { type EventsClient, type EventsPage, firstPageUrl, pageStream } from '../upstream/events.js';
+import { type EventsClient, firstPageUrl, pageStream } from '../upstream/events.js';
 import type { Warehouse } from '../warehouse/Warehouse.js';
 import { RawEventWriter } from '../warehouse/RawEventWriter.js';
 import { StreamStore } from '../warehouse/StreamStore.js';
@@ -96,7 +96,9 @@ export async function extractEvents(opts: ExtractOptions): Promise<ExtractResult
     resumed,
     bytes: 0,
   };
-  let pending: EventsPage[] = [];
+  // Only the body and cursor of a fetched page are kept until its commit; the parsed events
+  // are left to the garbage collector (memory stays flat however long the stream).
+  let pending: { bodyText: string; nextPage: string; hasNextPage: boolean }[] = [];
 
   const commit = async (): Promise<void> => {
     if (pending.length === 0) return;
@@ -127,7 +129,7 @@ export async function extractEvents(opts: ExtractOptions): Promise<ExtractResult
   const signalOpts = opts.signal ? { signal: opts.signal } : {};
   try {
     for await (const page of pageStream(opts.client, startUrl, { ...signalOpts, label: def.streamId })) {
-      pending.push(page);
+      pending.push({ bodyText: page.bodyText, nextPage: page.nextPage, hasNextPage: page.hasNextPage });
       result.pages += 1;
       result.bytes += page.bytes;
       if (pending.length >= batchPages || !page.hasNextPage) await commit();

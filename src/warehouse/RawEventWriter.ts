@@ -1,19 +1,23 @@
 /**
  * Appends pages of events to `raw.events` (DESIGN.md "Warehouse contract").
  *
- * The page bodies go to DuckDB as they were received; DuckDB's JSON functions split them
- * into events, so no per-event serialisation happens in JavaScript. Must be called inside
- * the caller's transaction, together with the cursor update (DESIGN.md guarantee 1).
+ * Per batch: {@link splitEvents} slices each page body into its events as sent (no
+ * per-event parse or stringify), the appender loads them as text into a temporary staging
+ * table, the exactly-once check probes `etl.event_ids` (hashes of the ids already on the
+ * stream), and one set-based `INSERT … SELECT` writes the rows at contiguous positions.
+ * Must be called inside the caller's transaction, together with the cursor update
+ * (DESIGN.md guarantee 1); on any error the caller rolls back.
  *
  * @module
  */
 import { UpstreamContractError } from '../errors.js';
-import type { Warehouse } from './Warehouse.js';
 import { failpoint } from '../failpoints.js';
+import { emptyColumns, splitEvents } from './splitEvents.js';
+import type { Warehouse } from './Warehouse.js';
 
 /** One fetched page to append: its body exactly as received and where it came from. */
 export interface PageToWrite {
-  /** The response body of the page (a JSON object with an `events` array). */
+  /** The response body of the page (a JSON object with an `events` array), already validated. */
   bodyText: string;
   /** 1-based page number within this run (for error messages). */
   pageNumber: number;
@@ -39,7 +43,11 @@ export class RawEventWriter {
 
   private async prepare(): Promise<void> {
     if (this.prepared) return;
-    await this.wh.run('create temp table if not exists _page_bodies (seq integer, body varchar)');
+    await this.wh.run(
+      `create temp table if not exists _raw_stage (
+         ord integer, page integer, event_id varchar, event_type varchar,
+         published_time varchar, message varchar, envelope varchar)`,
+    );
     this.prepared = true;
   }
 
@@ -47,11 +55,13 @@ export class RawEventWriter {
    * Append the events of `pages` (in order) to stream `streamId` at positions
    * `basePosition + 1 …`, contiguous. An event whose id is already on the stream (in an
    * earlier batch or earlier in this one) with the same envelope is skipped (delivered
-   * once); the same id with another envelope breaks the stream's immutability (spec §6.1).
+   * once, the first kept); the same id with another envelope breaks the stream's
+   * immutability (spec §6.1).
    *
    * Call inside {@link Warehouse.transaction}.
    *
-   * @throws {UpstreamContractError} an event id re-sent with a different payload (exit 6)
+   * @throws {UpstreamContractError} an event id re-sent with a different payload, or an event
+   *   without an id (exit 6); the message names the stream and the page
    * @throws {WarehouseError} DuckDB failed (exit 7)
    */
   async appendPages(
@@ -61,15 +71,37 @@ export class RawEventWriter {
     runId: string,
     streamLabel = streamId,
   ): Promise<AppendResult> {
-    if (pages.length === 0) return { inserted: 0, duplicates: 0, lastPosition: basePosition };
+    const cols = emptyColumns();
+    const pageOf: number[] = [];
+    for (const page of pages) {
+      const n = splitEvents(page.bodyText, cols);
+      for (let k = 0; k < n; k += 1) pageOf.push(page.pageNumber);
+    }
+    const total = cols.envelope.length;
+    if (total === 0) return { inserted: 0, duplicates: 0, lastPosition: basePosition };
     await this.prepare();
     failpoint('extract.before-append');
-    await this.wh.run('delete from _page_bodies');
-    const appender = await this.wh.connection().createAppender('_page_bodies', 'main', 'temp');
+    await this.wh.run('truncate _raw_stage');
+    const appender = await this.wh.connection().createAppender('_raw_stage', 'main', 'temp');
     try {
-      for (const [i, page] of pages.entries()) {
+      for (let i = 0; i < total; i += 1) {
+        const id = cols.id[i];
+        if (id === null || id === undefined || id === '') {
+          throw new UpstreamContractError(`stream ${streamLabel}, page ${pageOf[i]}: an event has no id (spec §2.4)`);
+        }
         appender.appendInteger(i);
-        appender.appendVarchar(page.bodyText);
+        appender.appendInteger(pageOf[i]!);
+        appender.appendVarchar(id);
+        const type = cols.type[i];
+        if (type === null || type === undefined) appender.appendNull();
+        else appender.appendVarchar(type);
+        const published = cols.publishedTime[i];
+        if (published === null || published === undefined) appender.appendNull();
+        else appender.appendVarchar(published);
+        const message = cols.message[i];
+        if (message === null || message === undefined) appender.appendNull();
+        else appender.appendVarchar(message);
+        appender.appendVarchar(cols.envelope[i]!);
         appender.endRow();
       }
       appender.flushSync();
@@ -77,64 +109,66 @@ export class RawEventWriter {
       appender.closeSync();
     }
     failpoint('extract.mid-append');
-    await this.wh.run(`
-      create or replace temp table _batch as
-      select seq, i, ev->>'id' as event_id, ev as envelope
-      from (
-        select seq, unnest(evs) as ev, generate_subscripts(evs, 1) as i
-        from (select seq, (body::json->'events')::json[] as evs from _page_bodies)
-      )`);
-    const conflicts = await this.wh.all<{ seq: number; n: bigint }>(
-      `with mine as (
-         select seq, event_id, envelope from _batch
-       ),
-       within_batch as (
-         -- the page that re-sent an id with another payload, not the page of the original
-         select seq, event_id from (
-           select seq, event_id, json(envelope)::varchar as e,
-                  first_value(json(envelope)::varchar) over (partition by event_id order by seq, i) as first_e
-           from _batch
-         ) where e <> first_e
-       ),
-       across as (
-         select m.seq, m.event_id from mine m
-         join raw.events r on r.stream_id = ? and r.event_id = m.event_id
-         where json(r.envelope)::varchar <> json(m.envelope)::varchar
-       )
-       select seq, count(*) as n from (select * from within_batch union all select * from across) group by seq order by seq limit 1`,
+
+    const skip = await this.findDuplicates(streamId, streamLabel);
+    const inserted = total - skip.length;
+    const position = skip.length === 0 ? '?::bigint + ord + 1' : '?::bigint + row_number() over (order by ord)';
+    const where = skip.length === 0 ? '' : `where ord not in (${skip.join(',')})`;
+    await this.wh.run(
+      `insert into raw.events
+       select ?::varchar, ${position}, event_id, event_type, try_cast(published_time as timestamptz),
+              message::json, envelope::json, ?::varchar, now()
+       from _raw_stage ${where}`,
+      [streamId, basePosition, runId],
+    );
+    await this.wh.run(
+      `insert into etl.event_ids select ?::varchar, hash(event_id), ${position} from _raw_stage ${where}`,
+      [streamId, basePosition],
+    );
+    return { inserted, duplicates: skip.length, lastPosition: basePosition + inserted };
+  }
+
+  /**
+   * The staged rows to skip (`ord`s): ids already on the stream, or repeated earlier in the
+   * batch, with the same envelope. Candidates come from a probe of the 64-bit id hashes;
+   * only those are compared exactly.
+   *
+   * @throws {UpstreamContractError} an id re-sent with another envelope
+   */
+  private async findDuplicates(streamId: string, streamLabel: string): Promise<number[]> {
+    const candidates = await this.wh.all<{ ord: number; pos: bigint | null }>(
+      `select s.ord, x.stream_position as pos
+       from _raw_stage s join etl.event_ids x on x.stream_id = ? and x.id_hash = hash(s.event_id)
+       union all
+       select ord, null from _raw_stage qualify count(*) over (partition by event_id) > 1`,
       [streamId],
     );
-    const conflict = conflicts[0];
+    if (candidates.length === 0) return [];
+    const positions = [...new Set(candidates.filter((c) => c.pos !== null).map((c) => Number(c.pos)))];
+    const checked = await this.wh.all<{ ord: number; page: number; same: boolean }>(
+      `with repeated as (
+         select ord, page, envelope,
+                first(envelope) over (partition by event_id order by ord) as first_envelope,
+                row_number() over (partition by event_id order by ord) as nth
+         from _raw_stage
+         qualify count(*) over (partition by event_id) > 1
+       )
+       select ord, page, json(envelope)::varchar = json(first_envelope)::varchar as same from repeated where nth > 1
+       union all
+       select s.ord, s.page, json(s.envelope)::varchar = json(r.envelope)::varchar as same
+       from _raw_stage s join raw.events r on r.event_id = s.event_id
+       where r.stream_id = ? and r.stream_position in (${positions.length > 0 ? positions.join(',') : 'null'})
+       order by ord`,
+      [streamId],
+    );
+    const conflict = checked.find((c) => c.same !== true);
     if (conflict) {
-      const page = pages[conflict.seq]?.pageNumber ?? conflict.seq + 1;
+      const n = checked.filter((c) => c.same !== true).length;
       throw new UpstreamContractError(
-        `stream ${streamLabel}, page ${page}: ${conflict.n} event id(s) were sent again with a different payload; the stream is immutable (spec §6.1)`,
+        `stream ${streamLabel}, page ${conflict.page}: ${n} event id(s) were sent again with a different payload; the stream is immutable (spec §6.1)`,
         { hint: 'report it to the API provider; nothing of this batch was committed, earlier batches are kept' },
       );
     }
-    await this.wh.run(
-      `create or replace temp table _fresh as
-       select b.* from (
-         select *, row_number() over (partition by event_id order by seq, i) as dup from _batch
-       ) b
-       where b.dup = 1
-         and not exists (select 1 from raw.events r where r.stream_id = ? and r.event_id = b.event_id)`,
-      [streamId],
-    );
-    const counts = await this.wh.all<{ total: bigint; fresh: bigint }>(
-      'select (select count(*) from _batch) as total, (select count(*) from _fresh) as fresh',
-    );
-    await this.wh.run(
-      `insert into raw.events
-       select ?::varchar, ?::bigint + row_number() over (order by seq, i), event_id,
-              coalesce(envelope->>'eventType', envelope->>'name'),
-              try_cast(envelope->>'publishedTime' as timestamptz),
-              envelope->'message', envelope, ?::varchar, now()
-       from _fresh`,
-      [streamId, basePosition, runId],
-    );
-    const total = Number(counts[0]?.total ?? 0n);
-    const inserted = Number(counts[0]?.fresh ?? 0n);
-    return { inserted, duplicates: total - inserted, lastPosition: basePosition + inserted };
+    return [...new Set(checked.map((c) => c.ord))];
   }
 }
