@@ -68,7 +68,7 @@ export async function exportParquet(opts: ExportOptions): Promise<Manifest> {
     const file = `${model}.parquet`;
     const tmp = join(dir, `.${file}.${opts.runId}.tmp`);
     try {
-      await opts.wh.run(`copy (select * from main."${model}") to ${sqlString(tmp)} (format parquet, compression zstd)`);
+      await opts.wh.run(`copy (select * from main."${model}") to ${sqlString(tmp)} (format parquet, compression zstd, compression_level 1)`);
       const check = await opts.wh.one<{ rows: bigint; expected: bigint }>(
         `select (select count(*) from read_parquet(${sqlString(tmp)})) as rows, (select count(*) from main."${model}") as expected`,
       );

@@ -24,25 +24,40 @@ contact_attempts as (
     where has_required_fields
 ),
 
+created_flagged as (
+    -- Only created events can be redundant: number them among the patient's created events.
+    select
+        *,
+        row_number() over (
+            partition by trial_id, referral_subject_id
+            order by domain_at, event_seq
+        ) > 1 as is_redundant_created,
+    from patients_created
+),
+
 unioned as (
     select
         event_id, event_type, 'patient_created' as entity, trial_id, referral_subject_id,
         site_id, domain_at, published_at, event_seq, stream_id, stream_position,
-    from patients_created
+        is_redundant_created,
+    from created_flagged
     union all
     select
         event_id, event_type, 'referral_acknowledged' as entity, trial_id, referral_subject_id,
         site_id, domain_at, published_at, event_seq, stream_id, stream_position,
+        false as is_redundant_created,
     from referral_acknowledgements
     union all
     select
         event_id, event_type, 'status_changed' as entity, trial_id, referral_subject_id,
         site_id, domain_at, published_at, event_seq, stream_id, stream_position,
+        false as is_redundant_created,
     from status_changes
     union all
     select
         event_id, event_type, 'contact_attempt' as entity, trial_id, referral_subject_id,
         site_id, domain_at, published_at, event_seq, stream_id, stream_position,
+        false as is_redundant_created,
     from contact_attempts
 ),
 
@@ -56,11 +71,6 @@ flagged as (
             case when entity = 'contact_attempt' then domain_at + interval 1 day else domain_at end,
             published_at
         ) / 3600000.0 as publish_lag_hours,
-        entity = 'patient_created'
-            and row_number() over (
-                partition by trial_id, referral_subject_id, entity = 'patient_created'
-                order by domain_at, event_seq
-            ) > 1 as is_redundant_created,
     from unioned
 ),
 

@@ -13,33 +13,44 @@ patients_created as (
     where has_required_fields
 ),
 
-first_created as (
-    select
-        *,
-        count(*) over (partition by trial_id, referral_subject_id) as created_event_count,
-    from patients_created
-    qualify row_number() over (
-        partition by trial_id, referral_subject_id
-        order by domain_at, event_seq
-    ) = 1
-),
-
-created_versions as (
+created_summary as (
+    -- Per patient: the first created event (domain time, then event order), how many
+    -- created events and of which types. One hash aggregate, no window.
     select
         trial_id,
         referral_subject_id,
-        list(distinct event_type order by event_type) as created_event_types,
+        arg_min(
+            {
+                'event_id': event_id,
+                'site_id': site_id,
+                'sponsor_site_id': sponsor_site_id,
+                'patient_status': patient_status,
+                'referral_received_at': referral_received_at,
+                'created_at': created_at,
+            },
+            (domain_at, event_seq)
+        ) as first_created,
+        count(*) as created_event_count,
+        list_sort(list_distinct(list(event_type))) as created_event_types,
     from patients_created
     group by trial_id, referral_subject_id
 ),
 
-first_events as (
-    select *
+site_visits as (
+    -- First stage: one row per patient and site (a patient has few), simple aggregates only.
+    select
+        patient_key,
+        trial_id,
+        referral_subject_id,
+        site_id,
+        -- the first event at this site (domain time, then event order)
+        min((domain_at, event_seq)) as first_event_order,
+        count(*) as event_count,
+        min(domain_at) as first_event_at,
+        max(domain_at) as last_event_at,
+        bool_or(is_late and not is_redundant_created) as has_late_events,
     from patient_events
-    qualify row_number() over (
-        partition by patient_key
-        order by domain_at, event_seq
-    ) = 1
+    group by patient_key, trial_id, referral_subject_id, site_id
 ),
 
 event_summary as (
@@ -47,13 +58,15 @@ event_summary as (
         patient_key,
         trial_id,
         referral_subject_id,
-        count(*) as event_count,
-        count(distinct site_id) as site_count,
-        list(distinct site_id order by site_id) filter (where site_id is not null) as site_ids,
-        min(domain_at) as first_event_at,
-        max(domain_at) as last_event_at,
-        bool_or(is_late and not is_redundant_created) as has_late_events,
-    from patient_events
+        -- the site of the patient's first event (domain time, then event order), null kept
+        arg_min({'site_id': site_id}, first_event_order).site_id as first_event_site_id,
+        sum(event_count) as event_count,
+        count(site_id) as site_count,
+        list_sort(list(site_id) filter (where site_id is not null)) as site_ids,
+        min(first_event_at) as first_event_at,
+        max(last_event_at) as last_event_at,
+        bool_or(has_late_events) as has_late_events,
+    from site_visits
     group by patient_key, trial_id, referral_subject_id
 ),
 
@@ -62,18 +75,21 @@ final as (
         event_summary.patient_key,
         event_summary.trial_id,
         event_summary.referral_subject_id,
-        coalesce(first_created.site_id, first_events.site_id) as site_id,
-        first_created.site_id is not null as is_site_from_created_event,
-        first_created.sponsor_site_id,
-        first_created.event_id is not null as has_created_event,
-        first_created.event_id as created_event_id,
-        coalesce(first_created.created_event_count, 0) as created_event_count,
-        coalesce(created_versions.created_event_types, []::varchar[]) as created_event_types,
-        first_created.patient_status as created_patient_status,
-        first_created.referral_received_at,
-        first_created.created_at,
-        coalesce(first_created.referral_received_at, first_created.created_at) as referral_at,
-        event_summary.event_count,
+        coalesce(created_summary.first_created.site_id, event_summary.first_event_site_id) as site_id,
+        coalesce(created_summary.first_created.site_id is not null, false) as is_site_from_created_event,
+        created_summary.first_created.sponsor_site_id,
+        coalesce(created_summary.first_created.event_id is not null, false) as has_created_event,
+        created_summary.first_created.event_id as created_event_id,
+        coalesce(created_summary.created_event_count, 0) as created_event_count,
+        coalesce(created_summary.created_event_types, []::varchar[]) as created_event_types,
+        created_summary.first_created.patient_status as created_patient_status,
+        created_summary.first_created.referral_received_at,
+        created_summary.first_created.created_at,
+        coalesce(
+            created_summary.first_created.referral_received_at,
+            created_summary.first_created.created_at
+        ) as referral_at,
+        cast(event_summary.event_count as bigint) as event_count,
         event_summary.site_count,
         coalesce(event_summary.site_ids, []::varchar[]) as site_ids,
         event_summary.site_count > 1 as is_multi_site,
@@ -81,14 +97,9 @@ final as (
         event_summary.last_event_at,
         event_summary.has_late_events,
     from event_summary
-    inner join first_events
-        on event_summary.patient_key = first_events.patient_key
-    left join first_created
-        on event_summary.trial_id = first_created.trial_id
-        and event_summary.referral_subject_id = first_created.referral_subject_id
-    left join created_versions
-        on event_summary.trial_id = created_versions.trial_id
-        and event_summary.referral_subject_id = created_versions.referral_subject_id
+    left join created_summary
+        on event_summary.trial_id = created_summary.trial_id
+        and event_summary.referral_subject_id = created_summary.referral_subject_id
 )
 
 select * from final

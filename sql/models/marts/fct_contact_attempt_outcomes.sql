@@ -13,12 +13,15 @@ contact_outcomes as (
 ),
 
 attempt_owners as (
+    -- The attempt's patient, from its first event (event order).
     select
         contact_attempt_id,
-        trial_id,
-        referral_subject_id,
+        arg_min(
+            {'trial_id': trial_id, 'referral_subject_id': referral_subject_id},
+            event_seq
+        ) as owner,
     from contact_attempt_events
-    qualify row_number() over (partition by contact_attempt_id order by event_seq) = 1
+    group by contact_attempt_id
 ),
 
 unnested as (
@@ -30,23 +33,14 @@ unnested as (
     from contact_attempt_events
 ),
 
-sequenced as (
-    select
-        *,
-        row_number() over (
-            partition by contact_attempt_id
-            order by event_seq, outcome_position
-        ) as occurrence_number,
-    from unnested
-),
-
 distinct_outcomes as (
+    -- First appearance of each value: the lowest (event order, position in the event).
     select
         contact_attempt_id,
         contact_attempt_outcome,
-        min(occurrence_number) as first_occurrence_number,
+        min((event_seq, outcome_position)) as first_occurrence,
         count(*) as occurrence_count,
-    from sequenced
+    from unnested
     group by contact_attempt_id, contact_attempt_outcome
 ),
 
@@ -55,13 +49,14 @@ final as (
         md5(json_array(distinct_outcomes.contact_attempt_id, distinct_outcomes.contact_attempt_outcome)::varchar)
             as contact_attempt_outcome_id,
         distinct_outcomes.contact_attempt_id,
-        md5(json_array(attempt_owners.trial_id, attempt_owners.referral_subject_id)::varchar) as patient_key,
-        attempt_owners.trial_id,
-        attempt_owners.referral_subject_id,
+        md5(json_array(attempt_owners.owner.trial_id, attempt_owners.owner.referral_subject_id)::varchar)
+            as patient_key,
+        attempt_owners.owner.trial_id,
+        attempt_owners.owner.referral_subject_id,
         distinct_outcomes.contact_attempt_outcome,
         row_number() over (
             partition by distinct_outcomes.contact_attempt_id
-            order by distinct_outcomes.first_occurrence_number
+            order by distinct_outcomes.first_occurrence
         ) as outcome_order,
         contact_outcomes.contact_attempt_outcome is not null as is_mapped,
         coalesce(contact_outcomes.outcome_group, 'unmapped') as outcome_group,

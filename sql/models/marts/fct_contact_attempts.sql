@@ -16,30 +16,61 @@ patients as (
     select * from {{ ref('int_patients') }}
 ),
 
-first_events as (
-    select *
-    from contact_attempt_events
-    qualify row_number() over (partition by contact_attempt_id order by event_seq) = 1
-),
-
-event_summary as (
+attempt_events as (
+    -- One hash aggregate: the facts of the first event (event order) and the deliveries.
     select
         contact_attempt_id,
+        arg_min(
+            {
+                'trial_id': trial_id,
+                'referral_subject_id': referral_subject_id,
+                'site_id': site_id,
+                'contact_attempt_date': contact_attempt_date,
+                'created_at': created_at,
+                'event_id': event_id,
+            },
+            event_seq
+        ) as first_event,
         count(*) as event_count,
-        list(distinct event_type order by event_type) as event_types,
+        list_sort(list_distinct(list(event_type))) as event_types,
         min(event_seq) as first_event_seq,
     from contact_attempt_events
     group by contact_attempt_id
 ),
 
-outcome_summary as (
+first_events as (
     select
         contact_attempt_id,
-        list(contact_attempt_outcome order by outcome_order) as contact_attempt_outcomes,
+        first_event.trial_id,
+        first_event.referral_subject_id,
+        first_event.site_id,
+        first_event.contact_attempt_date,
+        first_event.created_at,
+        first_event.event_id,
+        event_count,
+        event_types,
+        first_event_seq,
+    from attempt_events
+),
+
+outcome_summary as (
+    -- Lists in outcome order: sort (order, value) pairs, cheaper than an ordered aggregate.
+    select
+        contact_attempt_id,
+        list_transform(
+            list_sort(list({'outcome_order': outcome_order, 'outcome': contact_attempt_outcome})),
+            lambda entry: entry.outcome
+        ) as contact_attempt_outcomes,
         count(*) as outcome_count,
         count(*) filter (where is_mapped) as mapped_outcome_count,
         bool_or(is_reached) as any_reached,
-        list(contact_attempt_outcome order by outcome_order) filter (where not is_mapped) as unmapped_outcomes,
+        list_transform(
+            list_sort(
+                list({'outcome_order': outcome_order, 'outcome': contact_attempt_outcome})
+                    filter (where not is_mapped)
+            ),
+            lambda entry: entry.outcome
+        ) as unmapped_outcomes,
     from attempt_outcomes
     group by contact_attempt_id
 ),
@@ -54,9 +85,9 @@ joined as (
         first_events.contact_attempt_date,
         first_events.created_at,
         first_events.event_id as first_event_id,
-        event_summary.event_count,
-        event_summary.event_types,
-        event_summary.first_event_seq,
+        first_events.event_count,
+        first_events.event_types,
+        first_events.first_event_seq,
         coalesce(outcome_summary.contact_attempt_outcomes, []::varchar[]) as contact_attempt_outcomes,
         coalesce(outcome_summary.outcome_count, 0) as outcome_count,
         coalesce(outcome_summary.unmapped_outcomes, []::varchar[]) as unmapped_outcomes,
@@ -68,8 +99,6 @@ joined as (
         end as is_reached,
         cast(patients.referral_at as date) as referral_date,
     from first_events
-    inner join event_summary
-        on first_events.contact_attempt_id = event_summary.contact_attempt_id
     left join outcome_summary
         on first_events.contact_attempt_id = outcome_summary.contact_attempt_id
     left join patients

@@ -17,16 +17,16 @@ extracted as (
         stream_id,
         stream_position,
         published_at,
-        message ->> 'trialId' as trial_id,
-        message ->> 'referralSubjectId' as referral_subject_id,
-        message ->> 'siteId' as site_id,
-        message ->> 'contactAttemptId' as contact_attempt_id,
-        message ->> 'contactAttemptDate' as contact_attempt_date_text,
-        message ->> 'createdTime' as created_time,
+        trial_id,
+        referral_subject_id,
+        site_id,
+        contact_attempt_id,
+        contact_attempt_date_text,
+        created_time,
         case
-            when json_type(message -> 'contactAttemptOutcomes') = 'ARRAY'
+            when json_type(contact_attempt_outcomes_json) = 'ARRAY'
                 then list_filter(
-                    json_extract_string(message, '$.contactAttemptOutcomes[*]'),
+                    json_extract_string(contact_attempt_outcomes_json, '$[*]'),
                     lambda outcome: outcome is not null
                 )
         end as contact_attempt_outcomes,

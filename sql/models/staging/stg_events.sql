@@ -1,10 +1,16 @@
 -- One row per distinct event_id across all streams: the first delivery (lowest stream
 -- position of the earliest-created stream), every event type included (known or not).
 -- event_seq is the global tie-break order: stream creation order, then stream position.
+-- The message is parsed here, once, into the text of every field the models read
+-- (`message ->> 'field'` semantics: strings unquoted, other values as JSON text, absent or
+-- null as NULL); the typed stg_ models cast them. Later models never touch JSON.
+-- Performance: deduplication and numbering run on the narrow keys only; the wide row is
+-- joined back and parsed once, for first deliveries only. `not materialized` keeps DuckDB
+-- from copying raw.events (messages included) into a CTE buffer.
 
 with
 
-events as (
+events as not materialized (
     select * from {{ source('raw', 'events') }}
 ),
 
@@ -37,46 +43,94 @@ stream_ranks as (
         on stream_first_seen.stream_id = streams.stream_id
 ),
 
-deliveries as (
+first_deliveries as (
     select
-        events.*,
+        events.stream_id,
+        events.stream_position,
         stream_ranks.stream_rank,
-        row_number() over (
-            partition by events.event_id
-            order by stream_ranks.stream_rank, events.stream_position
-        ) as delivery_number,
         count(*) over (partition by events.event_id) as delivery_count,
     from events
     inner join stream_ranks
         on events.stream_id = stream_ranks.stream_id
+    qualify row_number() over (
+        partition by events.event_id
+        order by stream_ranks.stream_rank, events.stream_position
+    ) = 1
 ),
 
-first_deliveries as (
-    select * from deliveries
-    where delivery_number = 1
+sequenced as (
+    select
+        *,
+        row_number() over (order by stream_rank, stream_position) as event_seq,
+    from first_deliveries
+),
+
+parsed as (
+    select
+        sequenced.event_seq,
+        sequenced.stream_rank,
+        sequenced.delivery_count,
+        events.stream_id,
+        events.stream_position,
+        events.event_id,
+        events.event_type,
+        events.published_time,
+        events.extracted_at,
+        events.run_id,
+        json_transform(
+            events.message,
+            '{
+                "trialId": "VARCHAR",
+                "referralSubjectId": "VARCHAR",
+                "siteId": "VARCHAR",
+                "sponsorSiteId": "VARCHAR",
+                "patientStatus": "VARCHAR",
+                "referralReceivedTime": "VARCHAR",
+                "createdTime": "VARCHAR",
+                "referralAcknowledgedTime": "VARCHAR",
+                "statusChangedTime": "VARCHAR",
+                "contactAttemptId": "VARCHAR",
+                "contactAttemptDate": "VARCHAR",
+                "contactAttemptOutcomes": "JSON"
+            }'
+        ) as message_fields,
+    from sequenced
+    inner join events
+        on sequenced.stream_id = events.stream_id
+        and sequenced.stream_position = events.stream_position
 ),
 
 final as (
     select
-        first_deliveries.event_id,
-        first_deliveries.event_type,
+        parsed.event_id,
+        parsed.event_type,
         event_types.entity,
         event_types.event_version,
         event_types.event_type is not null as is_known_type,
-        row_number() over (
-            order by first_deliveries.stream_rank, first_deliveries.stream_position
-        ) as event_seq,
-        first_deliveries.stream_id,
-        first_deliveries.stream_position,
-        first_deliveries.stream_rank,
-        first_deliveries.delivery_count,
-        first_deliveries.published_time at time zone 'UTC' as published_at,
-        first_deliveries.extracted_at at time zone 'UTC' as extracted_at,
-        first_deliveries.run_id,
-        first_deliveries.message,
-    from first_deliveries
+        parsed.event_seq,
+        parsed.stream_id,
+        parsed.stream_position,
+        parsed.stream_rank,
+        parsed.delivery_count,
+        parsed.published_time at time zone 'UTC' as published_at,
+        parsed.extracted_at at time zone 'UTC' as extracted_at,
+        parsed.run_id,
+        -- message fields as sent (text); typed in the stg_ model of each entity
+        parsed.message_fields.trialId as trial_id,
+        parsed.message_fields.referralSubjectId as referral_subject_id,
+        parsed.message_fields.siteId as site_id,
+        parsed.message_fields.sponsorSiteId as sponsor_site_id,
+        parsed.message_fields.patientStatus as patient_status,
+        parsed.message_fields.referralReceivedTime as referral_received_time,
+        parsed.message_fields.createdTime as created_time,
+        parsed.message_fields.referralAcknowledgedTime as referral_acknowledged_time,
+        parsed.message_fields.statusChangedTime as status_changed_time,
+        parsed.message_fields.contactAttemptId as contact_attempt_id,
+        parsed.message_fields.contactAttemptDate as contact_attempt_date_text,
+        parsed.message_fields.contactAttemptOutcomes as contact_attempt_outcomes_json,
+    from parsed
     left join event_types
-        on first_deliveries.event_type = event_types.event_type
+        on parsed.event_type = event_types.event_type
 )
 
 select * from final

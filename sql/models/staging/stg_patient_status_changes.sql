@@ -15,11 +15,11 @@ extracted as (
         stream_id,
         stream_position,
         published_at,
-        message ->> 'trialId' as trial_id,
-        message ->> 'referralSubjectId' as referral_subject_id,
-        message ->> 'siteId' as site_id,
-        message ->> 'patientStatus' as patient_status,
-        message ->> 'statusChangedTime' as status_changed_time,
+        trial_id,
+        referral_subject_id,
+        site_id,
+        patient_status,
+        status_changed_time,
     from events
 ),
 

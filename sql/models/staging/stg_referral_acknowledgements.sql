@@ -15,10 +15,10 @@ extracted as (
         stream_id,
         stream_position,
         published_at,
-        message ->> 'trialId' as trial_id,
-        message ->> 'referralSubjectId' as referral_subject_id,
-        message ->> 'siteId' as site_id,
-        message ->> 'referralAcknowledgedTime' as referral_acknowledged_time,
+        trial_id,
+        referral_subject_id,
+        site_id,
+        referral_acknowledged_time,
     from events
 ),
 

@@ -45,6 +45,28 @@ describe('runTransform', () => {
     expect(r.dq.map((d) => d.check)).toContain('dq_unknown_event_types');
   });
 
+  test("leaves the session's preserve_insertion_order as it found it, after success and after failure", async () => {
+    await runTransform(wh);
+    expect(await wh.one(`select current_setting('preserve_insertion_order') as v`)).toEqual({ v: true });
+    await wh.run('set preserve_insertion_order = false');
+    await runTransform(wh);
+    expect(await wh.one(`select current_setting('preserve_insertion_order') as v`)).toEqual({ v: false });
+    await wh.run('set preserve_insertion_order = true');
+    const broken = modelsDir({ 'zz_broken.sql': 'select no_such_column from main.seed_event_types' });
+    await expect(runTransform(wh, { modelsDir: broken })).rejects.toThrow(TransformError);
+    expect(await wh.one(`select current_setting('preserve_insertion_order') as v`)).toEqual({ v: true });
+  });
+
+  test('only stg_events reads raw JSON: the message is parsed once, later models read columns', async () => {
+    const { readFileSync } = await import('node:fs');
+    const { listModelFiles } = await import('../../../src/transform/runTransform.js');
+    for (const file of listModelFiles(MODELS_DIR)) {
+      if (file.endsWith('/stg_events.sql')) continue;
+      const text = readFileSync(file, 'utf8').replace(/--.*$/gm, '');
+      expect(/\bmessage\b|\benvelope\b|->>|json_transform|from_json/.test(text), file).toBe(false);
+    }
+  });
+
   test('a failing model rolls back the whole transform: previous models stay, the error names the model', async () => {
     await wh.run(insertRawEventsSql(FIXTURE_EVENTS));
     await wh.run(SITE_SNAPSHOTS_SQL);
