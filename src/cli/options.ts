@@ -27,7 +27,10 @@ export function globalOptions<T>(y: Argv<T>) {
     .option('environment', { type: 'string', describe: 'environment label recorded on streams and runs (staging, production)', default: 'production' })
     .option('memory-limit', { type: 'string', describe: 'DuckDB memory_limit', default: '1GB' })
     .option('log-level', { type: 'string', describe: 'fatal|error|warn|info|debug|trace|silent', default: 'info' })
-    .option('verbose', { type: 'boolean', describe: 'stack traces on failure, debug logs', default: false });
+    .option('verbose', { type: 'boolean', describe: 'stack traces on failure, debug logs', default: false })
+    // Read by src/failpoints.ts from RECRUIT_ETL_FAILPOINT (crash tests only); declared so that
+    // strict parsing of RECRUIT_ETL_* variables does not refuse it.
+    .option('failpoint', { type: 'string', hidden: true, describe: 'tests only: <name>:<n> SIGKILLs the process (src/failpoints.ts)' });
 }
 
 /** Options of the commands that read the events endpoint. */

@@ -6,8 +6,8 @@
 import { randomBytes } from 'node:crypto';
 import type { Warehouse } from './Warehouse.js';
 
-/** Final state of a run. */
-export type RunStatus = 'running' | 'succeeded' | 'failed' | 'interrupted';
+/** State of a run; `abandoned`: the process ended without recording an outcome (killed). */
+export type RunStatus = 'running' | 'succeeded' | 'failed' | 'interrupted' | 'abandoned';
 
 /** Counters recorded on a run. */
 export interface RunCounts {
@@ -28,8 +28,15 @@ export function newRunId(now: Date = new Date()): string {
 export class RunLog {
   constructor(private readonly wh: Warehouse) {}
 
-  /** Record the start of a run. */
+  /**
+   * Record the start of a run. Runs still marked `running` belong to processes that died
+   * (this process holds the only write lock): they become `abandoned`.
+   */
   async start(runId: string, command: string, environment: string | null): Promise<void> {
+    await this.wh.run(
+      `update etl.runs set status = 'abandoned', error = 'the process ended without recording an outcome (killed?)'
+       where status = 'running'`,
+    );
     await this.wh.run(
       "insert into etl.runs (run_id, command, environment, started_at, status) values (?, ?, ?, now(), 'running')",
       [runId, command, environment],
