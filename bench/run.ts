@@ -12,7 +12,9 @@
  * and writes the figures to bench/results/<date>.json.
  *
  * Environment: BENCH_EVENTS (default 1,000,000; up to 10,000,000), BENCH_PAGE_SIZE (1000),
- * BENCH_BATCH_PAGES (the job's default), BENCH_KEEP=1 keeps the work folder.
+ * BENCH_BATCH_PAGES (the job's default), BENCH_MEMORY_LIMIT (the extract's --memory-limit),
+ * BENCH_NODE_OPTIONS and BENCH_MALLOC_ARENA_MAX (the extract's NODE_OPTIONS, MALLOC_ARENA_MAX),
+ * BENCH_TRACE=1 prints each child's RSS over time, BENCH_KEEP=1 keeps the work folder.
  *
  * @module
  */
@@ -129,9 +131,12 @@ async function cli(args: string[], env: Record<string, string>): Promise<{ ms: n
   let stderr = '';
   proc.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
   let peak = 0;
+  const timeline: number[] = [];
   const poll = setInterval(() => {
     try {
-      const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${proc.pid}/status`, 'utf8'));
+      const st = readFileSync(`/proc/${proc.pid}/status`, 'utf8');
+      const r = /VmRSS:\s+(\d+) kB/.exec(st); if (r && process.env['BENCH_TRACE']) timeline.push(Math.round(Number(r[1]) / 1024));
+      const m = /VmHWM:\s+(\d+) kB/.exec(st);
       if (m) peak = Math.max(peak, Number(m[1]) * 1024);
     } catch {
       // the process has exited
@@ -140,6 +145,7 @@ async function cli(args: string[], env: Record<string, string>): Promise<{ ms: n
   const [code] = (await once(proc, 'close')) as [number | null];
   clearInterval(poll);
   const ms = performance.now() - t0;
+  if (timeline.length) console.log(args[0], 'RSS MiB timeline', timeline.filter((_, i) => i % Math.ceil(timeline.length / 40) === 0).join(' '));
   if (code !== 0) throw new Error(`recruit-etl ${args.join(' ')} exited ${code}: ${stderr.trim()}`);
   return { ms, peakRssBytes: peak, stderr };
 }
@@ -196,7 +202,7 @@ async function main(): Promise<void> {
       RECRUIT_ETL_LOG_LEVEL: 'warn',
       ...(BATCH ? { RECRUIT_ETL_BATCH_PAGES: BATCH } : {}),
     };
-    const ex = await cli(['extract'], env);
+    const ex = await cli(['extract'], { ...env, ...(process.env['BENCH_MALLOC_ARENA_MAX'] ? { MALLOC_ARENA_MAX: process.env['BENCH_MALLOC_ARENA_MAX'] } : {}), ...(process.env['BENCH_NODE_OPTIONS'] ? { NODE_OPTIONS: process.env['BENCH_NODE_OPTIONS'] } : {}), ...(process.env['BENCH_MEMORY_LIMIT'] ? { RECRUIT_ETL_MEMORY_LIMIT: process.env['BENCH_MEMORY_LIMIT'] } : {}) });
     const tr = await cli(['transform'], env);
     const exp = await cli(['export'], env);
     const scanMs = await typedScan(db);

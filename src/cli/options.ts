@@ -25,7 +25,7 @@ export function globalOptions<T>(y: Argv<T>) {
   return y
     .option('db', { type: 'string', describe: 'DuckDB warehouse file', default: 'data/warehouse.duckdb' })
     .option('environment', { type: 'string', describe: 'environment label recorded on streams and runs (staging, production)', default: 'production' })
-    .option('memory-limit', { type: 'string', describe: 'DuckDB memory_limit', default: '1GB' })
+    .option('memory-limit', { type: 'string', describe: 'DuckDB memory_limit', default: '2GB' })
     .option('log-level', { type: 'string', describe: 'fatal|error|warn|info|debug|trace|silent', default: 'info' })
     .option('verbose', { type: 'boolean', describe: 'stack traces on failure, debug logs', default: false })
     // Read by src/failpoints.ts from RECRUIT_ETL_FAILPOINT (crash tests only); declared so that
@@ -45,7 +45,7 @@ export function eventOptions<T>(y: Argv<T>) {
     .option('trial-id', { type: 'string', array: true, describe: 'trial id, repeatable or comma-separated (required)' })
     .option('event-type', { type: 'string', array: true, describe: `event type, repeatable or comma-separated (default: ${DEFAULT_EVENT_TYPES.join(', ')})` })
     .option('page-size', { type: 'number', describe: "events per page (limit) on a new stream's first request; default: the server's" })
-    .option('batch-pages', { type: 'number', describe: 'pages per commit (events and cursor commit together)', default: 10 })
+    .option('batch-pages', { type: 'number', describe: 'pages per commit (events and cursor commit together)', default: 25 })
     .option('max-retry-after', { type: 'number', describe: 'longest Retry-After honoured, seconds; longer fails with exit 4', default: 120 })
     .option('deadline', { type: 'number', describe: 'deadline for all upstream calls of the run, seconds' });
 }

@@ -28,7 +28,7 @@ export interface ExtractOptions {
   eventTypes: readonly string[];
   /** `limit` sent on the first request only (later pages follow `nextPage` verbatim). */
   pageSize?: number;
-  /** Pages per transaction (default 10). The cursor always commits with its events. */
+  /** Pages per transaction (default 25). The cursor always commits with its events. */
   batchPages?: number;
   runId: string;
   logger?: Logger;
@@ -81,7 +81,7 @@ export async function extractEvents(opts: ExtractOptions): Promise<ExtractResult
       eventTypes: def.eventTypes,
       ...(opts.pageSize !== undefined ? { limit: opts.pageSize } : {}),
     });
-  const batchPages = Math.max(1, opts.batchPages ?? 10);
+  const batchPages = Math.max(1, opts.batchPages ?? 25);
   logger.info({ stream: def.streamId, resumed, position: state.eventCount }, 'extract started');
 
   const result: ExtractResult = {

@@ -37,18 +37,14 @@ export interface AppendResult {
  * Writes pages into `raw.events`. One instance per open {@link Warehouse}.
  */
 export class RawEventWriter {
-  private prepared = false;
-
   constructor(private readonly wh: Warehouse) {}
 
   private async prepare(): Promise<void> {
-    if (this.prepared) return;
     await this.wh.run(
-      `create temp table if not exists _raw_stage (
+      `create or replace temp table _raw_stage (
          ord integer, page integer, event_id varchar, event_type varchar,
          published_time varchar, message varchar, envelope varchar)`,
     );
-    this.prepared = true;
   }
 
   /**
@@ -81,7 +77,6 @@ export class RawEventWriter {
     if (total === 0) return { inserted: 0, duplicates: 0, lastPosition: basePosition };
     await this.prepare();
     failpoint('extract.before-append');
-    await this.wh.run('truncate _raw_stage');
     const appender = await this.wh.connection().createAppender('_raw_stage', 'main', 'temp');
     try {
       for (let i = 0; i < total; i += 1) {

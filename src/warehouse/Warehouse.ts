@@ -17,7 +17,7 @@ import { WAREHOUSE_SQL_DIR } from '../paths.js';
 export interface WarehouseOptions {
   /** Open read-only (analysts, `status`). Default false. */
   readOnly?: boolean;
-  /** DuckDB `memory_limit`, e.g. `'1GB'`. Default `'1GB'` (DuckDB's own default is 80 % of RAM; RELIABILITY.md). */
+  /** DuckDB `memory_limit`, e.g. `'1GB'`. Default `'2GB'` (DuckDB's own default is 80 % of RAM; RELIABILITY.md). */
   memoryLimit?: string;
   /** DuckDB `threads`. Default: DuckDB's (the core count). */
   threads?: number;
@@ -104,7 +104,7 @@ export class Warehouse {
     const readOnly = options.readOnly ?? false;
     const abs = path === ':memory:' ? path : resolve(path);
     const config: Record<string, string> = {
-      memory_limit: options.memoryLimit ?? '1GB',
+      memory_limit: options.memoryLimit ?? '2GB',
     };
     if (options.threads !== undefined) config['threads'] = String(options.threads);
     if (abs !== ':memory:') {
@@ -118,6 +118,11 @@ export class Warehouse {
       } else {
         mkdirSync(dirname(abs), { recursive: true, mode: 0o700 });
         config['temp_directory'] = options.tempDirectory ?? `${abs}.tmp`;
+        // Fold the WAL into the file every 512 MB instead of every 16 MB: each extract batch
+        // writes several MB of WAL, and the default checkpointed every other commit
+        // (measured: 8.4 → 6.5 s per million events in the writer). The job checkpoints at
+        // the end of every successful run anyway.
+        config['checkpoint_threshold'] = '512MB';
       }
     }
     let instance: DuckDBInstance;
