@@ -74,7 +74,7 @@ export class RawEventWriter {
       for (let k = 0; k < n; k += 1) pageOf.push(page.pageNumber);
     }
     const total = cols.envelope.length;
-    if (total === 0) return { inserted: 0, duplicates: 0, lastPosition: basePosition };
+    // An empty poll takes the same path (and failpoints) as any batch: it commits the cursor.
     await this.prepare();
     failpoint('extract.before-append');
     const appender = await this.wh.connection().createAppender('_raw_stage', 'main', 'temp');

@@ -46,7 +46,8 @@ describe('token lifetime', () => {
     await sim({ tokenLifetimeSeconds: lifetimeMs / 1000 });
     api.faults.add({ endpoint: 'events', kind: 'latency', ms: latencyMs, times: Infinity });
     const db = freshDb();
-    const out = await extractOnce(api, db, { pageSize: 2 });
+    // One event per page: enough latency-bound requests to span several lifetimes however fast the writer.
+    const out = await extractOnce(api, db, { pageSize: 1 });
     expect(out.exitCode, out.message).toBe(0);
     expectExactly(await readDb(db), expected, api.truth.events);
     const fired = api.faults.fired();
