@@ -17,7 +17,6 @@ import { closedPort, expectExactly, expectPrefix, expectedAll, extractOnce, read
 const SIM = { seed: 11, patientsPerTrial: 10 } as const;
 const PAGE = 10;
 const AFTER = 3; // fault on the 4th events request = page 4
-const EVENTS = '/rpi/events';
 
 let api: MockApi;
 let tmp: ReturnType<typeof tempDir>;

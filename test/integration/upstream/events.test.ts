@@ -227,7 +227,7 @@ describe('pageStream', () => {
   it('a failure on page 3 keeps pages 1-2 delivered and names stream and page', async () => {
     const auth = await tokenServer();
     let api: Stub;
-    api = await stub((req, res, _b, n) => {
+    api = await stub((_req, res, _b, n) => {
       if (n === 3) return sendJson(res, 200, JSON.stringify({ events: [{ noId: true }], pagination: { nextPage: 'x', hasNextPage: true } }));
       sendJson(res, 200, pageBody([ev(`e${n}`)], `${api.origin}/rpi/events?p=${n + 1}`, true));
     });
