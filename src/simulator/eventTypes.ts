@@ -24,14 +24,8 @@ export const COMMENT_UPDATED = 'v1.patient.commentUpdated';
 /** Both contact-attempt spellings (spec §6: "both spellings occur"). */
 export const CONTACT_ATTEMPT_TYPES: readonly string[] = [CONTACT_ATTEMPT_CREATED, PATIENT_CONTACT_ATTEMPT_CREATED];
 
-/** The job's default `--event-type` list (DESIGN.md "CLI contract"). */
-export const DEFAULT_EVENT_TYPES: readonly string[] = [
-  PATIENT_CREATED,
-  REFERRAL_ACKNOWLEDGED,
-  STATUS_CHANGED,
-  CONTACT_ATTEMPT_CREATED,
-  PATIENT_CONTACT_ATTEMPT_CREATED,
-];
+/** The job's default `--event-type` list (DESIGN.md "CLI contract"), defined once in the config. */
+export { DEFAULT_EVENT_TYPES } from '../config/config.js';
 
 /** Status values documented by the vendor (DOMAIN.md); anything else is "unknown" for the truth. */
 export const KNOWN_STATUSES: readonly string[] = [

@@ -12,6 +12,7 @@ import type { Socket } from 'node:net';
 import type { Logger } from 'pino';
 import { decodeCursor, encodeCursor } from './cursor.js';
 import { eventIndexOfId } from './eventIds.js';
+import type { ResolvedMockApiOptions } from './index.js';
 import type { EventStore, StreamFilter } from './eventStore.js';
 import type { FaultEndpoint, FaultRegistry, FaultRule } from './faults.js';
 import type { SiteRecord } from './types.js';
@@ -48,18 +49,10 @@ export interface MockApiStats {
 }
 
 /** Settings the server reads (mutable ones live on the server). */
-export interface ServerSettings {
-  host: string;
-  port: number;
-  clientId: string;
-  clientSecret: string;
-  audience: string;
-  tokenLifetimeSeconds: number;
-  defaultLimit: number;
-  maxLimit: number;
-  micrositeId: string;
-  allowedOrigins: string[];
-}
+export type ServerSettings = Pick<
+  ResolvedMockApiOptions,
+  'host' | 'port' | 'clientId' | 'clientSecret' | 'audience' | 'tokenLifetimeSeconds' | 'defaultLimit' | 'maxLimit' | 'micrositeId' | 'allowedOrigins'
+>;
 
 interface Prepared {
   status: number;

@@ -39,12 +39,17 @@ export interface AppendResult {
 export class RawEventWriter {
   constructor(private readonly wh: Warehouse) {}
 
+  /**
+   * An empty staging table: created when missing (also after a rolled-back batch took its
+   * creation with it), emptied otherwise; never rebuilt per batch.
+   */
   private async prepare(): Promise<void> {
     await this.wh.run(
-      `create or replace temp table _raw_stage (
+      `create temp table if not exists _raw_stage (
          ord integer, page integer, event_id varchar, event_type varchar,
          published_time varchar, message varchar, envelope varchar)`,
     );
+    await this.wh.run('truncate _raw_stage');
   }
 
   /**
