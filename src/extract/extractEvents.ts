@@ -12,7 +12,7 @@ import { InterruptedError } from '../errors.js';
 import { type Logger, silentLogger } from '../log/logger.js';
 import { type EventsClient, firstPageUrl, pageStream } from '../upstream/events.js';
 import type { Warehouse } from '../warehouse/Warehouse.js';
-import { RawEventWriter } from '../warehouse/RawEventWriter.js';
+import { RawEventWriter, RepeatedEventIdsError } from '../warehouse/RawEventWriter.js';
 import { StreamStore } from '../warehouse/StreamStore.js';
 import { defineStream } from './streamDefinition.js';
 import { failpoint } from '../failpoints.js';
@@ -106,18 +106,25 @@ export async function extractEvents(opts: ExtractOptions): Promise<ExtractResult
     pending = [];
     const last = pages[pages.length - 1]!;
     const firstPageNumber = result.pages - pages.length + 1;
-    const appended = await opts.wh.transaction(async () => {
-      const r = await writer.appendPages(
-        def.streamId,
-        result.streamEventCount,
-        pages.map((p, i) => ({ bodyText: p.bodyText, pageNumber: firstPageNumber + i })),
-        opts.runId,
-        def.streamId,
-      );
-      await store.saveCursor(def.streamId, last.nextPage, last.hasNextPage, r.lastPosition);
-      failpoint('extract.before-commit');
-      return r;
-    });
+    const toWrite = pages.map((p, i) => ({ bodyText: p.bodyText, pageNumber: firstPageNumber + i }));
+    const write = (path: 'direct' | 'exact') =>
+      opts.wh.transaction(async () => {
+        const append = path === 'direct' ? writer.appendPagesDirect.bind(writer) : writer.appendPages.bind(writer);
+        const r = await append(def.streamId, result.streamEventCount, toWrite, opts.runId, def.streamId);
+        await store.saveCursor(def.streamId, last.nextPage, last.hasNextPage, r.lastPosition);
+        failpoint('extract.before-commit');
+        return r;
+      });
+    let appended;
+    try {
+      appended = await write('direct');
+    } catch (err) {
+      if (!(err instanceof RepeatedEventIdsError)) throw err;
+      // Rolled back: the same pages again through the exact path, which skips a re-sent
+      // event with the same payload and refuses one with another (spec §6.1).
+      logger.debug({ stream: def.streamId, repeats: err.repeats }, 'repeated event ids in the batch: writing it on the exact path');
+      appended = await write('exact');
+    }
     failpoint('extract.after-commit');
     result.streamEventCount = appended.lastPosition;
     result.eventsLoaded += appended.inserted;

@@ -1,18 +1,26 @@
 /**
  * Appends pages of events to `raw.events` (DESIGN.md "Warehouse contract").
  *
- * Per batch: {@link splitEvents} slices each page body into its events as sent (no
- * per-event parse or stringify), the appender loads them as text into a temporary staging
- * table, the exactly-once check probes `etl.event_ids` (hashes of the ids already on the
- * stream), and one set-based `INSERT … SELECT` writes the rows at contiguous positions.
- * Must be called inside the caller's transaction, together with the cursor update
- * (DESIGN.md guarantee 1); on any error the caller rolls back.
+ * {@link splitEvents} slices each page body into its events as sent (no per-event parse or
+ * stringify). Two paths, both inside the caller's transaction, together with the cursor
+ * update (DESIGN.md guarantee 1); on any error the caller rolls back:
+ *
+ * - {@link RawEventWriter.appendPagesDirect}, the hot path: DuckDB's appender writes the
+ *   rows straight into `raw.events` at contiguous positions, their id hashes go to
+ *   `etl.event_ids`, and one probe checks that no id of the batch was on the stream
+ *   already or twice in the batch. If one was, it throws {@link RepeatedEventIdsError} and
+ *   the caller rolls back and takes the exact path. (Measured at 1M events: 1.6 s less than
+ *   staging every row and copying it with `INSERT … SELECT`.)
+ * - {@link RawEventWriter.appendPages}, the exact path: the rows go to a temporary staging
+ *   table, repeated ids are compared envelope by envelope (same payload: skipped; another
+ *   payload: exit 6), and one set-based `INSERT … SELECT` writes the rest.
  *
  * @module
  */
+import { DuckDBTimestampTZValue } from '@duckdb/node-api';
 import { UpstreamContractError } from '../errors.js';
 import { failpoint } from '../failpoints.js';
-import { emptyColumns, splitEvents } from './splitEvents.js';
+import { emptyColumns, type EventColumns, splitEvents } from './splitEvents.js';
 import type { Warehouse } from './Warehouse.js';
 
 /** One fetched page to append: its body exactly as received and where it came from. */
@@ -34,10 +42,144 @@ export interface AppendResult {
 }
 
 /**
+ * Thrown by {@link RawEventWriter.appendPagesDirect} when an id of the batch is already on the
+ * stream or repeated within the batch. Not an error of the run: the caller rolls the batch
+ * back and writes it again with {@link RawEventWriter.appendPages}, which skips or refuses
+ * each repeat.
+ */
+export class RepeatedEventIdsError extends Error {
+  constructor(readonly repeats: number) {
+    super(`${repeats} event id(s) of the batch were repeated`);
+    this.name = 'RepeatedEventIdsError';
+  }
+}
+
+/**
+ * `publishedTime` texts that the appender's own cast reads exactly as `TRY_CAST(… AS
+ * TIMESTAMPTZ)` does: ISO 8601 in UTC (`Z`), at most microseconds. The appender ignores a
+ * UTC offset (measured: `+02:00` was read as UTC), so any other text is cast by DuckDB in SQL.
+ */
+const UTC_ISO_TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,6})?Z$/;
+
+/**
  * Writes pages into `raw.events`. One instance per open {@link Warehouse}.
  */
 export class RawEventWriter {
   constructor(private readonly wh: Warehouse) {}
+
+  /**
+   * The hot path: append the events of `pages` (in order) straight into `raw.events` at
+   * positions `basePosition + 1 …`, contiguous, and their id hashes into `etl.event_ids`;
+   * then probe for repeated ids. Call inside {@link Warehouse.transaction}.
+   *
+   * @returns the rows written (`duplicates` is always 0 here)
+   * @throws {RepeatedEventIdsError} an id of the batch was on the stream already or occurs
+   *   twice in it: roll back and call {@link appendPages} with the same pages
+   * @throws {UpstreamContractError} an event without an id (exit 6; spec §2.4)
+   * @throws {WarehouseError} DuckDB failed (exit 7)
+   */
+  async appendPagesDirect(
+    streamId: string,
+    basePosition: number,
+    pages: readonly PageToWrite[],
+    runId: string,
+    streamLabel = streamId,
+  ): Promise<AppendResult> {
+    const split = pages.map((page) => {
+      const cols = emptyColumns();
+      splitEvents(page.bodyText, cols);
+      cols.id.forEach((id) => {
+        if (id === null || id === '') {
+          throw new UpstreamContractError(`stream ${streamLabel}, page ${page.pageNumber}: an event has no id (spec §2.4)`);
+        }
+      });
+      return cols;
+    });
+    const otherTimes = await this.castPublishedTimes(split);
+    const extractedAt = new Date().toISOString();
+    failpoint('extract.before-append');
+    const appender = await this.wh.connection().createAppender('events', 'raw');
+    let position = basePosition;
+    try {
+      for (const cols of split) {
+        const n = cols.envelope.length;
+        for (let i = 0; i < n; i += 1) {
+          position += 1;
+          appender.appendVarchar(streamId);
+          appender.appendBigInt(BigInt(position));
+          appender.appendVarchar(cols.id[i]!);
+          const type = cols.type[i];
+          if (type === null || type === undefined) appender.appendNull();
+          else appender.appendVarchar(type);
+          const published = cols.publishedTime[i];
+          if (published === null || published === undefined) appender.appendNull();
+          else if (UTC_ISO_TIMESTAMP.test(published)) {
+            try {
+              appender.appendVarchar(published);
+            } catch {
+              appender.appendNull(); // e.g. 2026-02-30T…Z: TRY_CAST gives NULL too
+            }
+          } else {
+            const micros = otherTimes.get(published);
+            if (micros === null || micros === undefined) appender.appendNull();
+            else appender.appendTimestampTZ(new DuckDBTimestampTZValue(micros));
+          }
+          const message = cols.message[i];
+          if (message === null || message === undefined) appender.appendNull();
+          else appender.appendVarchar(message);
+          appender.appendVarchar(cols.envelope[i]!);
+          appender.appendVarchar(runId);
+          appender.appendVarchar(extractedAt);
+          appender.endRow();
+        }
+        // A page at a time into the transaction's storage: the appender's buffer stays small.
+        appender.flushSync();
+      }
+    } finally {
+      appender.closeSync();
+    }
+    failpoint('extract.mid-append');
+    await this.wh.run(
+      `insert into etl.event_ids
+       select stream_id, hash(event_id), stream_position from raw.events
+       where stream_id = ? and stream_position > ?`,
+      [streamId, basePosition],
+    );
+    const probe = await this.wh.one<{ repeats: bigint | number }>(
+      `with batch as (
+         select id_hash from etl.event_ids where stream_id = $1 and stream_position > $2
+       )
+       select (select count(*) from etl.event_ids x
+               where x.stream_id = $1 and x.stream_position <= $2
+                 and x.id_hash in (select id_hash from batch))
+            + (select count(*) - count(distinct id_hash) from batch) as repeats`,
+      [streamId, basePosition],
+    );
+    const repeats = Number(probe?.repeats ?? 0);
+    if (repeats > 0) throw new RepeatedEventIdsError(repeats);
+    return { inserted: position - basePosition, duplicates: 0, lastPosition: position };
+  }
+
+  /**
+   * `TRY_CAST(t AS TIMESTAMPTZ)` in microseconds since the epoch (null when unparseable) for
+   * each distinct `publishedTime` text that {@link UTC_ISO_TIMESTAMP} does not cover.
+   */
+  private async castPublishedTimes(split: readonly EventColumns[]): Promise<Map<string, bigint | null>> {
+    const texts = new Set<string>();
+    for (const cols of split) {
+      for (const t of cols.publishedTime) if (t !== null && !UTC_ISO_TIMESTAMP.test(t)) texts.add(t);
+    }
+    const out = new Map<string, bigint | null>();
+    if (texts.size === 0) return out;
+    const list = [...texts];
+    const rows = await this.wh.all<{ i: number; us: bigint | null }>(
+      `select i::integer as i, epoch_us(try_cast(t as timestamptz)) as us
+       from (values ${list.map((_, k) => `(${k}, ?::varchar)`).join(', ')}) v(i, t)`,
+      list,
+    );
+    for (const r of rows) out.set(list[r.i]!, r.us === null ? null : BigInt(r.us));
+    return out;
+  }
 
   /**
    * An empty staging table: created when missing (also after a rolled-back batch took its
@@ -53,7 +195,7 @@ export class RawEventWriter {
   }
 
   /**
-   * Append the events of `pages` (in order) to stream `streamId` at positions
+   * The exact path: append the events of `pages` (in order) to stream `streamId` at positions
    * `basePosition + 1 …`, contiguous. An event whose id is already on the stream (in an
    * earlier batch or earlier in this one) with the same envelope is skipped (delivered
    * once, the first kept); the same id with another envelope breaks the stream's

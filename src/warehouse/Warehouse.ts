@@ -80,7 +80,8 @@ export class Warehouse {
   readonly readOnly: boolean;
   private readonly instance: DuckDBInstance;
   private readonly conn: DuckDBConnection;
-  private readonly logger: Logger;
+  /** The logger given to {@link Warehouse.open} (silent by default). */
+  readonly logger: Logger;
   private inTransaction = false;
   private closed = false;
 

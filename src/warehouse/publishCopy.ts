@@ -32,7 +32,9 @@ export function publishedCopyPath(dbPath: string): string {
 export async function publishReadOnlyCopy(wh: Warehouse, runId: string): Promise<string> {
   if (wh.path === ':memory:') throw new WarehouseError('an in-memory warehouse cannot be published');
   failpoint('run.before-checkpoint');
+  const t0 = performance.now();
   await wh.checkpoint();
+  const t1 = performance.now();
   const target = publishedCopyPath(wh.path);
   const tmp = `${target}.${runId}.tmp`;
   // A run killed mid-copy leaves its temporary file behind: remove it.
@@ -44,6 +46,7 @@ export async function publishReadOnlyCopy(wh: Warehouse, runId: string): Promise
     failpoint('publish.mid-copy');
     chmodSync(tmp, 0o600);
     renameSync(tmp, target);
+    wh.logger.debug({ checkpointMs: Math.round(t1 - t0), copyMs: Math.round(performance.now() - t1) }, 'read-only copy published');
   } catch (err) {
     rmSync(tmp, { force: true });
     throw new WarehouseError(`cannot publish the read-only copy ${target}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`, {

@@ -2,7 +2,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { join } from 'node:path';
 import { statSync } from 'node:fs';
 import { Warehouse } from '../../../src/warehouse/Warehouse.js';
-import { RawEventWriter } from '../../../src/warehouse/RawEventWriter.js';
+import { RawEventWriter, RepeatedEventIdsError } from '../../../src/warehouse/RawEventWriter.js';
 import { StreamStore } from '../../../src/warehouse/StreamStore.js';
 import { UpstreamContractError } from '../../../src/errors.js';
 import { tempDir } from '../../helpers/tmp.js';
@@ -92,5 +92,83 @@ describe('RawEventWriter', () => {
   it('creates the database file 0600 in a 0700 folder', async () => {
     await wh.checkpoint();
     expect(statSync(wh.path).mode & 0o777).toBe(0o600);
+  });
+  // The direct path (the extract's hot path) must store exactly what the exact path stores.
+  const times = [
+    '2026-01-05T08:00:00.123Z', '2026-01-05T08:00:00Z', '2026-01-05T08:00:00.123456Z', '2026-01-05T08:00:00.1234567Z',
+    '2026-01-05T10:00:00+02:00', '2026-01-05T03:00:00.5-05:00', '2026-01-05T08:00:00+0530', '2026-01-05 08:00:00',
+    '2026-02-30T08:00:00Z', '2026-01-05T25:00:00Z', '2026-01-05', 'yesterday', '', 12345, null, undefined,
+  ];
+  const mixedPage = (prefix: string) =>
+    body(
+      times.map((t, i) => {
+        const e: Record<string, unknown> = ev(`${prefix}${i}`);
+        if (t === undefined) delete e['publishedTime'];
+        else e['publishedTime'] = t;
+        if (i === 3) e['message'] = null;
+        if (i === 4) { delete e['eventType']; e['name'] = 'v1.patient.created'; }
+        if (i === 5) e['unknownKey'] = { deep: ['x', 1.5e3, true] };
+        return e;
+      }),
+    );
+  const snapshot = (w: Warehouse) =>
+    w.all<Record<string, unknown>>(
+      `select stream_id, stream_position, event_id, event_type, epoch_us(published_time) as us,
+              message::varchar as message, envelope::varchar as envelope, run_id
+       from raw.events order by stream_position`,
+    );
+
+  it('direct path: the same rows as the exact path, publishedTime cast as TRY_CAST does (offsets included)', async () => {
+    const pages = [
+      { bodyText: mixedPage('a'), pageNumber: 1 },
+      { bodyText: body([]), pageNumber: 2 },
+      { bodyText: mixedPage('b'), pageNumber: 3 },
+    ];
+    const other = await Warehouse.open(join(tmp.dir, 'exact.duckdb'));
+    try {
+      await other.migrate();
+      const direct = await wh.transaction(() => new RawEventWriter(wh).appendPagesDirect('s1', 10, pages, 'run1'));
+      const exact = await other.transaction(() => new RawEventWriter(other).appendPages('s1', 10, pages, 'run1'));
+      expect(direct).toEqual({ inserted: 2 * times.length, duplicates: 0, lastPosition: 10 + 2 * times.length });
+      expect(exact).toEqual(direct);
+      const a = await snapshot(wh);
+      expect(a).toEqual(await snapshot(other));
+      expect(a.map((r) => Number(r['stream_position']))).toEqual([...Array(2 * times.length).keys()].map((k) => 11 + k));
+      // spot checks against DuckDB's own TRY_CAST, offsets applied
+      const us = (i: number) => a[i]!['us'];
+      expect(us(4)).toBe(BigInt(Date.UTC(2026, 0, 5, 8)) * 1000n);
+      expect(us(5)).toBe(BigInt(Date.UTC(2026, 0, 5, 8, 0, 0, 500)) * 1000n);
+      expect(us(8)).toBeNull();
+      expect(us(11)).toBeNull();
+      const ids = await wh.all<{ n: bigint }>('select count(*) as n from etl.event_ids');
+      expect(Number(ids[0]!.n)).toBe(2 * times.length);
+    } finally {
+      await other.close();
+    }
+  });
+
+  it('direct path: an id already on the stream, or twice in the batch, throws RepeatedEventIdsError and the rollback leaves nothing', async () => {
+    const w = new RawEventWriter(wh);
+    await wh.transaction(() => w.appendPagesDirect('s1', 0, [{ bodyText: body([ev('a'), ev('b')]), pageNumber: 1 }], 'r'));
+    const before = await snapshot(wh);
+    await expect(
+      wh.transaction(() => w.appendPagesDirect('s1', 2, [{ bodyText: body([ev('c'), ev('a')]), pageNumber: 2 }], 'r')),
+    ).rejects.toBeInstanceOf(RepeatedEventIdsError);
+    await expect(
+      wh.transaction(() => w.appendPagesDirect('s1', 2, [{ bodyText: body([ev('c')]), pageNumber: 2 }, { bodyText: body([ev('c')]), pageNumber: 3 }], 'r')),
+    ).rejects.toBeInstanceOf(RepeatedEventIdsError);
+    expect(await snapshot(wh)).toEqual(before);
+    expect(Number((await wh.one<{ n: bigint }>('select count(*) as n from etl.event_ids'))!.n)).toBe(2);
+    // the same id on another stream is not a repeat
+    await wh.transaction(() => w.appendPagesDirect('s2', 0, [{ bodyText: body([ev('a')]), pageNumber: 1 }], 'r'));
+    expect(Number((await wh.one<{ n: bigint }>('select count(*) as n from raw.events'))!.n)).toBe(3);
+  });
+
+  it('direct path: an event without an id is a contract error naming the page', async () => {
+    const w = new RawEventWriter(wh);
+    await expect(
+      wh.transaction(() => w.appendPagesDirect('s1', 0, [{ bodyText: body([ev('a'), { eventType: 'x', message: {} }]), pageNumber: 4 }], 'r')),
+    ).rejects.toThrow(/page 4: an event has no id/);
+    expect(Number((await wh.one<{ n: bigint }>('select count(*) as n from raw.events'))!.n)).toBe(0);
   });
 });
