@@ -54,7 +54,7 @@ export interface JobResult {
   sites?: SnapshotSitesResult;
   transform?: TransformResult;
   export?: Manifest;
-  /** The read-only copy published for analysts after a successful run. */
+  /** The read-only copy published for analysts after a successful run that changed data (not `export` alone). */
   publishedCopy?: string;
   durationMs: number;
 }
@@ -178,7 +178,14 @@ export async function runJob(command: string, stages: readonly Stage[], ctx: Job
       }
       result.durationMs = Date.now() - started;
       await runLog.finish(runId, 'succeeded', counts(result), summary(result));
-      if (wh.path !== ':memory:') result.publishedCopy = await publishReadOnlyCopy(wh, runId);
+      // The copy is refreshed when the warehouse's data changed. `export` alone only reads
+      // (its etl.runs row reaches the copy with the next run): republishing the whole file
+      // after it doubled the export's time (bench at 1M: copy 1.1–1.6 s, export 0.6 s).
+      if (wh.path !== ':memory:' && stages.some((s) => s !== 'export')) {
+        result.publishedCopy = await publishReadOnlyCopy(wh, runId);
+      } else if (wh.path !== ':memory:') {
+        await wh.checkpoint();
+      }
       logger.info(
         {
           runId,

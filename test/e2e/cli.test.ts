@@ -67,6 +67,13 @@ describe('recruit-etl as a process', () => {
     expect(await count(db, "select count(*) as n from etl.runs where status = 'succeeded'")).toBe(2);
     const finished = logLines(second.stdout).find((l) => l['msg'] === 'run finished');
     expect(finished?.['eventsLoaded']).toBe(0);
+
+    // `export` alone changes no data: the copy is not rewritten (the same inode stays in place).
+    const before = statSync(copy).ino;
+    expect((await runCli(['export'], env)).code).toBe(0);
+    expect(statSync(copy).ino).toBe(before);
+    expect((await runCli(['transform'], env)).code).toBe(0);
+    expect(statSync(copy).ino).not.toBe(before);
   });
 
   it('status prints streams, runs, rows and the funnel; --json is machine-readable', async () => {
