@@ -18,7 +18,7 @@
  *
  * @module
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createWriteStream, mkdirSync, readFileSync, rmSync, statSync, writeFileSync, existsSync } from 'node:fs';
 import { once } from 'node:events';
 import { join } from 'node:path';
@@ -124,6 +124,14 @@ async function limit(ndjson: string, db: string): Promise<{ ms: number; rows: nu
   }
 }
 
+/**
+ * Before each timed step: write back the dirty pages the previous step left (hundreds of MB
+ * of NDJSON and database files), so that no step pays for another's disk writes.
+ */
+function settle(): void {
+  spawnSync('sync', { stdio: 'ignore' });
+}
+
 /** Run the CLI as a child process; returns wall time and peak RSS (VmHWM) in bytes. */
 async function cli(args: string[], env: Record<string, string>): Promise<{ ms: number; peakRssBytes: number; stderr: string }> {
   const t0 = performance.now();
@@ -185,8 +193,10 @@ async function main(): Promise<void> {
     const ndjson = join(WORK, 'events.ndjson');
     await drain(sim, ndjson); // untimed: the same events as NDJSON for the limit
     const ndjsonBytes = statSync(ndjson).size;
+    settle();
     const lim = await limit(ndjson, join(WORK, 'limit.duckdb'));
     rmSync(ndjson, { force: true });
+    settle();
     const dr = await drain(sim);
     const db = join(WORK, 'extract.duckdb');
     const env: Record<string, string> = {
@@ -202,9 +212,13 @@ async function main(): Promise<void> {
       RECRUIT_ETL_LOG_LEVEL: 'warn',
       ...(BATCH ? { RECRUIT_ETL_BATCH_PAGES: BATCH } : {}),
     };
+    settle();
     const ex = await cli(['extract'], { ...env, ...(process.env['BENCH_MALLOC_ARENA_MAX'] ? { MALLOC_ARENA_MAX: process.env['BENCH_MALLOC_ARENA_MAX'] } : {}), ...(process.env['BENCH_NODE_OPTIONS'] ? { NODE_OPTIONS: process.env['BENCH_NODE_OPTIONS'] } : {}), ...(process.env['BENCH_MEMORY_LIMIT'] ? { RECRUIT_ETL_MEMORY_LIMIT: process.env['BENCH_MEMORY_LIMIT'] } : {}) });
+    settle();
     const tr = await cli(['transform'], env);
+    settle();
     const exp = await cli(['export'], env);
+    settle();
     const scanMs = await typedScan(db);
     const wh = await Warehouse.open(db, { readOnly: true });
     const loaded = Number((await wh.one<{ n: bigint }>('select count(*) as n from raw.events'))?.n ?? 0n);
