@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { join } from 'node:path';
 import { statSync } from 'node:fs';
-import { Warehouse } from '../../../src/warehouse/Warehouse.js';
+import { ROW_GROUP_SIZE, Warehouse } from '../../../src/warehouse/Warehouse.js';
 import { RawEventWriter, RepeatedEventIdsError } from '../../../src/warehouse/RawEventWriter.js';
 import { StreamStore } from '../../../src/warehouse/StreamStore.js';
 import { UpstreamContractError } from '../../../src/errors.js';
@@ -170,5 +170,22 @@ describe('RawEventWriter', () => {
       wh.transaction(() => w.appendPagesDirect('s1', 0, [{ bodyText: body([ev('a'), { eventType: 'x', message: {} }]), pageNumber: 4 }], 'r')),
     ).rejects.toThrow(/page 4: an event has no id/);
     expect(Number((await wh.one<{ n: bigint }>('select count(*) as n from raw.events'))!.n)).toBe(0);
+  });
+  it(`writes raw.events in row groups of ${ROW_GROUP_SIZE} rows, under the catalog named after the file`, async () => {
+    const w = new RawEventWriter(wh);
+    const pages = Array.from({ length: 20 }, (_, p) => ({
+      bodyText: body(Array.from({ length: 1000 }, (_, i) => ev(`e${p}-${i}`))),
+      pageNumber: p + 1,
+    }));
+    await wh.transaction(() => w.appendPagesDirect('s1', 0, pages, 'r'));
+    await wh.checkpoint();
+    const groups = await wh.all<{ rows: bigint | number }>(
+      `select max(count) as rows from pragma_storage_info('raw.events') group by row_group_id order by row_group_id`,
+    );
+    // 20,000 rows: DuckDB's default (122,880) would make one row group of them.
+    expect(ROW_GROUP_SIZE).toBe(16_384);
+    expect(groups.length).toBeGreaterThanOrEqual(2);
+    expect(Math.max(...groups.map((g) => Number(g.rows)))).toBe(16_384);
+    expect((await wh.one<{ c: string }>('select current_database() as c'))!.c).toBe('w');
   });
 });
