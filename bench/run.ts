@@ -11,8 +11,11 @@
  * then prints events/s, MB/s, peak RSS and the ratios 3/1, 3/2, (transform+export)/scan,
  * and writes the figures to bench/results/<date>.json.
  *
+ * Steps 1–3 are timed BENCH_REPEAT times (default 3 up to 1M events, else 1), interleaved, and
+ * their medians reported; the peak RSS is the highest of the extract's samples.
+ *
  * Environment: BENCH_EVENTS (default 1,000,000; up to 10,000,000), BENCH_PAGE_SIZE (1000),
- * BENCH_BATCH_PAGES (the job's default), BENCH_MEMORY_LIMIT (the extract's --memory-limit),
+ * BENCH_BATCH_PAGES (the job's default), BENCH_REPEAT,
  * BENCH_NODE_OPTIONS and BENCH_MALLOC_ARENA_MAX (the extract's NODE_OPTIONS, MALLOC_ARENA_MAX),
  * BENCH_TRACE=1 prints each child's RSS over time, BENCH_KEEP=1 keeps the work folder.
  *
@@ -27,11 +30,20 @@ import { HttpClient } from '../src/upstream/http.js';
 import { TokenProvider } from '../src/upstream/auth.js';
 import { EventsClient, firstPageUrl, pageStream } from '../src/upstream/events.js';
 import { Warehouse, sqlString } from '../src/warehouse/Warehouse.js';
+import { publishedCopyPath } from '../src/warehouse/publishCopy.js';
 import { DEFAULT_EVENT_TYPES } from '../src/config/config.js';
 
 const N = Number(process.env['BENCH_EVENTS'] ?? 1_000_000);
 const PAGE = Number(process.env['BENCH_PAGE_SIZE'] ?? 1000);
 const BATCH = process.env['BENCH_BATCH_PAGES'];
+/** Samples of steps 1–3 (default 3 up to 1M events, 1 above: a 5M run already takes minutes). */
+const REPEAT = Math.max(1, Number(process.env['BENCH_REPEAT'] ?? (N <= 1_000_000 ? 3 : 1)));
+
+/** The sample with the median `ms` (the upper one of two middles). */
+function median<T extends { ms: number }>(samples: readonly T[]): T {
+  const sorted = [...samples].sort((a, b) => a.ms - b.ms);
+  return sorted[Math.floor(sorted.length / 2)]!;
+}
 const CLI = join(PACKAGE_ROOT, 'dist', 'cli.js');
 const WORK = join(PACKAGE_ROOT, 'bench', '.work');
 
@@ -193,11 +205,12 @@ async function main(): Promise<void> {
     const ndjson = join(WORK, 'events.ndjson');
     await drain(sim, ndjson); // untimed: the same events as NDJSON for the limit
     const ndjsonBytes = statSync(ndjson).size;
-    settle();
-    const lim = await limit(ndjson, join(WORK, 'limit.duckdb'));
-    rmSync(ndjson, { force: true });
-    settle();
-    const dr = await drain(sim);
+    // The limit, the drain and the extract are timed REPEAT times each, interleaved (limit,
+    // drain, extract, limit, …), and the medians are reported: on a shared 2-core machine one
+    // sample of either moves by ±10 %.
+    const limits: { ms: number; rows: number }[] = [];
+    const drains: { ms: number; events: number; bytes: number }[] = [];
+    const extracts: { ms: number; peakRssBytes: number }[] = [];
     const db = join(WORK, 'extract.duckdb');
     const env: Record<string, string> = {
       RECRUIT_ETL_DB: db,
@@ -212,8 +225,26 @@ async function main(): Promise<void> {
       RECRUIT_ETL_LOG_LEVEL: 'warn',
       ...(BATCH ? { RECRUIT_ETL_BATCH_PAGES: BATCH } : {}),
     };
-    settle();
-    const ex = await cli(['extract'], { ...env, ...(process.env['BENCH_MALLOC_ARENA_MAX'] ? { MALLOC_ARENA_MAX: process.env['BENCH_MALLOC_ARENA_MAX'] } : {}), ...(process.env['BENCH_NODE_OPTIONS'] ? { NODE_OPTIONS: process.env['BENCH_NODE_OPTIONS'] } : {}), ...(process.env['BENCH_MEMORY_LIMIT'] ? { RECRUIT_ETL_MEMORY_LIMIT: process.env['BENCH_MEMORY_LIMIT'] } : {}) });
+    const extractEnv = {
+      ...env,
+      ...(process.env['BENCH_MALLOC_ARENA_MAX'] ? { MALLOC_ARENA_MAX: process.env['BENCH_MALLOC_ARENA_MAX'] } : {}),
+      ...(process.env['BENCH_NODE_OPTIONS'] ? { NODE_OPTIONS: process.env['BENCH_NODE_OPTIONS'] } : {}),
+    };
+    for (let k = 0; k < REPEAT; k += 1) {
+      const limitDb = join(WORK, 'limit.duckdb');
+      rmSync(limitDb, { force: true });
+      settle();
+      limits.push(await limit(ndjson, limitDb));
+      settle();
+      drains.push(await drain(sim));
+      for (const f of [db, `${db}.wal`, publishedCopyPath(db)]) rmSync(f, { force: true });
+      settle();
+      extracts.push(await cli(['extract'], extractEnv));
+    }
+    rmSync(ndjson, { force: true });
+    const lim = median(limits);
+    const dr = median(drains);
+    const ex = { ms: median(extracts).ms, peakRssBytes: Math.max(...extracts.map((e) => e.peakRssBytes)) };
     settle();
     const tr = await cli(['transform'], env);
     settle();
@@ -246,6 +277,10 @@ async function main(): Promise<void> {
       extractVsDrain: dr.ms / ex.ms,
       transformExportVsScan: (tr.ms + exp.ms) / scanMs,
     };
+    if (REPEAT > 1) {
+      const list = (xs: readonly { ms: number }[]) => xs.map((x) => fmt(x.ms / 1000, 2)).join(' / ');
+      console.log(`(medians of ${REPEAT}: limit ${list(limits)} s; drain ${list(drains)} s; extract ${list(extracts)} s)`);
+    }
     console.log('');
     console.log(`peak RSS of extract: ${fmt(ex.peakRssBytes / 1048576)} MiB (target ≤ 256)`);
     console.log(`extract speed / limit speed (3 vs 1): ${fmt(ratios.extractVsLimit, 2)}× (target ≥ 0.5)`);
@@ -263,6 +298,13 @@ async function main(): Promise<void> {
           events: N,
           pageSize: PAGE,
           batchPages: BATCH ? Number(BATCH) : 'default',
+          repeat: REPEAT,
+          samples: {
+            limit: limits.map((x) => x.ms / 1000),
+            drain: drains.map((x) => x.ms / 1000),
+            extract: extracts.map((x) => x.ms / 1000),
+            extractPeakRssBytes: extracts.map((x) => x.peakRssBytes),
+          },
           node: process.version,
           seconds: {
             limit: lim.ms / 1000,
