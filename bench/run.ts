@@ -37,7 +37,7 @@ const N = Number(process.env['BENCH_EVENTS'] ?? 1_000_000);
 const PAGE = Number(process.env['BENCH_PAGE_SIZE'] ?? 1000);
 const BATCH = process.env['BENCH_BATCH_PAGES'];
 /** Samples of steps 1–3 (default 3 up to 1M events, 1 above: a 5M run already takes minutes). */
-const REPEAT = Math.max(1, Number(process.env['BENCH_REPEAT'] ?? (N <= 1_000_000 ? 3 : 1)));
+const REPEAT = Math.max(1, Math.trunc(Number(process.env['BENCH_REPEAT'] ?? (N <= 1_000_000 ? 3 : 1))) || 1);
 
 /** The sample with the median `ms` (the upper one of two middles). */
 function median<T extends { ms: number }>(samples: readonly T[]): T {

@@ -101,6 +101,8 @@ export async function extractEvents(opts: ExtractOptions): Promise<ExtractResult
   // Only the body and cursor of a fetched page are kept until its commit; the parsed events
   // are left to the garbage collector (memory stays flat however long the stream).
   let pending: { bodyText: string; nextPage: string; hasNextPage: boolean }[] = [];
+  /** The last batch held repeated ids: write the next one on the exact path directly. */
+  let preferExact = false;
 
   const commit = async (): Promise<void> => {
     if (pending.length === 0) return;
@@ -118,14 +120,23 @@ export async function extractEvents(opts: ExtractOptions): Promise<ExtractResult
         return r;
       });
     let appended;
-    try {
-      appended = await write('direct');
-    } catch (err) {
-      if (!(err instanceof RepeatedEventIdsError)) throw err;
-      // Rolled back: the same pages again through the exact path, which skips a re-sent
-      // event with the same payload and refuses one with another (spec §6.1).
-      logger.debug({ stream: def.streamId, repeats: err.repeats }, 'repeated event ids in the batch: writing it on the exact path');
+    if (preferExact) {
       appended = await write('exact');
+      // Back to the hot path once a batch has no repeats.
+      preferExact = appended.duplicates > 0;
+    } else {
+      try {
+        appended = await write('direct');
+      } catch (err) {
+        if (!(err instanceof RepeatedEventIdsError)) throw err;
+        // Rolled back: the same pages again through the exact path, which skips a re-sent
+        // event with the same payload and refuses one with another (spec §6.1). An API that
+        // repeats events at page boundaries would repeat them in the next batch too: that one
+        // goes straight to the exact path.
+        logger.debug({ stream: def.streamId, repeats: err.repeats }, 'repeated event ids in the batch: writing it on the exact path');
+        appended = await write('exact');
+        preferExact = true;
+      }
     }
     failpoint('extract.after-commit');
     result.streamEventCount = appended.lastPosition;
@@ -163,7 +174,7 @@ export async function extractEvents(opts: ExtractOptions): Promise<ExtractResult
       result.pages += 1;
       result.bytes += page.bytes;
       if (pending.length >= batchPages || !page.hasNextPage) await startCommit();
-      if (opts.signal?.aborted) break;
+      if (opts.signal?.aborted || writeFailed) break; // a failed write surfaces below at once
     }
     await startCommit();
     await settle();
@@ -172,7 +183,9 @@ export async function extractEvents(opts: ExtractOptions): Promise<ExtractResult
     try {
       await settle();
     } catch (writeErr) {
-      failure = writeErr; // a write failed while the fetch failed: the write's error decides the exit
+      // A write failed while the fetch failed: the write's error decides the exit.
+      logger.debug({ err: { message: (err as Error)?.message } }, 'fetch failed while a failed batch was being written');
+      failure = writeErr;
     }
     // Pages fetched whole before a fetch failure are valid: keep them (unless a write failed,
     // which would leave a gap), then report the failure.

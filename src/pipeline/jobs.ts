@@ -25,7 +25,8 @@ import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 
 /**
- * DuckDB `memory_limit` while the extract stage runs (the rest of the job uses `--memory-limit`).
+ * DuckDB `memory_limit` while the extract stage runs; the job's `--memory-limit` is restored
+ * right after it.
  * With 16k-row groups (see `ROW_GROUP_SIZE`) the writer's buffers stay under 20 MB; bench at 1M
  * events: 32MB → 7.4 s and 350–375 MiB peak RSS, 64MB → 7.5 s and 375–390 MiB, 128MB → 7.3 s
  * and 475 MiB. 64MB leaves room for the exact path's staging table.
@@ -118,6 +119,13 @@ export async function runJob(command: string, stages: readonly Stage[], ctx: Job
         });
       }
       const signalOpt = ctx.signal ? { signal: ctx.signal } : {};
+      // After the extract: the job's own memory limit and compression again, for the sites
+      // stage, the models (whose columns do compress by dictionary) and the final checkpoint.
+      // Best effort: a failure here must not hide the extract's own error.
+      const restoreJobSettings = async (): Promise<void> => {
+        await wh.run('reset disabled_compression_methods').catch(() => undefined);
+        await wh.run(`set memory_limit = '${config.memoryLimit.replaceAll("'", "''")}'`).catch(() => undefined);
+      };
       if (stages.includes('extract')) {
         // The writer streams batches and needs little of DuckDB's memory; a small cap keeps
         // the extract's footprint flat however long the stream (bench: RSS at 1M and 5M).
@@ -137,19 +145,23 @@ export async function runJob(command: string, stages: readonly Stage[], ctx: Job
           logger,
         });
         const client = new EventsClient({ baseUrl: config.baseUrl!, http: http!, tokens, logger });
-        result.extract = await extractEvents({
-          wh,
-          client,
-          baseUrl: config.baseUrl!,
-          environment: config.environment,
-          trialIds: config.trialId,
-          eventTypes: config.eventType,
-          ...(config.pageSize !== undefined ? { pageSize: config.pageSize } : {}),
-          batchPages: config.batchPages,
-          runId,
-          logger,
-          ...signalOpt,
-        });
+        try {
+          result.extract = await extractEvents({
+            wh,
+            client,
+            baseUrl: config.baseUrl!,
+            environment: config.environment,
+            trialIds: config.trialId,
+            eventTypes: config.eventType,
+            ...(config.pageSize !== undefined ? { pageSize: config.pageSize } : {}),
+            batchPages: config.batchPages,
+            runId,
+            logger,
+            ...signalOpt,
+          });
+        } finally {
+          await restoreJobSettings();
+        }
       }
       throwIfAborted(ctx.signal);
       if (stages.includes('sites')) {
@@ -165,10 +177,6 @@ export async function runJob(command: string, stages: readonly Stage[], ctx: Job
         });
       }
       throwIfAborted(ctx.signal);
-      if (stages.includes('transform') || stages.includes('export')) {
-        await wh.run('reset disabled_compression_methods'); // the models' columns do compress by dictionary
-        await wh.run(`set memory_limit = '${config.memoryLimit.replaceAll("'", "''")}'`);
-      }
       if (stages.includes('transform')) {
         failpoint('transform.before');
         result.transform = await runTransform(wh, { logger });

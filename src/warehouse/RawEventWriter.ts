@@ -17,7 +17,7 @@
  *
  * @module
  */
-import { DuckDBTimestampTZValue } from '@duckdb/node-api';
+import { DuckDBTimestampTZValue, listValue } from '@duckdb/node-api';
 import { UpstreamContractError } from '../errors.js';
 import { failpoint } from '../failpoints.js';
 import { emptyColumns, type EventColumns, splitEvents } from './splitEvents.js';
@@ -42,10 +42,10 @@ export interface AppendResult {
 }
 
 /**
- * Thrown by {@link RawEventWriter.appendPagesDirect} when an id of the batch is already on the
- * stream or repeated within the batch. Not an error of the run: the caller rolls the batch
- * back and writes it again with {@link RawEventWriter.appendPages}, which skips or refuses
- * each repeat.
+ * Thrown by {@link RawEventWriter.appendPagesDirect} when an id hash of the batch is already on
+ * the stream or repeated within the batch (a 64-bit hash collision also lands here, harmlessly).
+ * Not an error of the run: the caller rolls the batch back and writes it again with
+ * {@link RawEventWriter.appendPages}, which compares exactly and skips or refuses each repeat.
  */
 export class RepeatedEventIdsError extends Error {
   constructor(readonly repeats: number) {
@@ -120,9 +120,9 @@ export class RawEventWriter {
               appender.appendNull(); // e.g. 2026-02-30T…Z: TRY_CAST gives NULL too
             }
           } else {
-            const micros = otherTimes.get(published);
-            if (micros === null || micros === undefined) appender.appendNull();
-            else appender.appendTimestampTZ(new DuckDBTimestampTZValue(micros));
+            const value = otherTimes.get(published);
+            if (value === null || value === undefined) appender.appendNull();
+            else appender.appendTimestampTZ(value);
           }
           const message = cols.message[i];
           if (message === null || message === undefined) appender.appendNull();
@@ -161,23 +161,29 @@ export class RawEventWriter {
   }
 
   /**
-   * `TRY_CAST(t AS TIMESTAMPTZ)` in microseconds since the epoch (null when unparseable) for
-   * each distinct `publishedTime` text that {@link UTC_ISO_TIMESTAMP} does not cover.
+   * `TRY_CAST(t AS TIMESTAMPTZ)` for each distinct `publishedTime` text of the batch that
+   * {@link UTC_ISO_TIMESTAMP} does not cover, as appender values: microseconds since the epoch,
+   * ±infinity, or null when unparseable. One query, the texts bound as one list.
    */
-  private async castPublishedTimes(split: readonly EventColumns[]): Promise<Map<string, bigint | null>> {
+  private async castPublishedTimes(split: readonly EventColumns[]): Promise<Map<string, DuckDBTimestampTZValue | null>> {
     const texts = new Set<string>();
     for (const cols of split) {
       for (const t of cols.publishedTime) if (t !== null && !UTC_ISO_TIMESTAMP.test(t)) texts.add(t);
     }
-    const out = new Map<string, bigint | null>();
+    const out = new Map<string, DuckDBTimestampTZValue | null>();
     if (texts.size === 0) return out;
     const list = [...texts];
-    const rows = await this.wh.all<{ i: number; us: bigint | null }>(
-      `select i::integer as i, epoch_us(try_cast(t as timestamptz)) as us
-       from (values ${list.map((_, k) => `(${k}, ?::varchar)`).join(', ')}) v(i, t)`,
-      list,
+    const rows = await this.wh.all<{ i: bigint | number; us: bigint | number | null; inf: number }>(
+      `select i, epoch_us(ts) as us, case when isinf(ts) then (case when ts > 'epoch'::timestamptz then 1 else -1 end) else 0 end as inf
+       from (select generate_subscripts($1::varchar[], 1) as i, try_cast(unnest($1::varchar[]) as timestamptz) as ts)`,
+      [listValue(list)],
     );
-    for (const r of rows) out.set(list[r.i]!, r.us === null ? null : BigInt(r.us));
+    for (const r of rows) {
+      const text = list[Number(r.i) - 1]!;
+      if (r.inf === 1) out.set(text, DuckDBTimestampTZValue.PosInf);
+      else if (r.inf === -1) out.set(text, DuckDBTimestampTZValue.NegInf);
+      else out.set(text, r.us === null ? null : new DuckDBTimestampTZValue(BigInt(r.us)));
+    }
     return out;
   }
 

@@ -7,7 +7,7 @@
  * @module
  */
 import { mkdirSync, readdirSync, readFileSync, chmodSync, existsSync } from 'node:fs';
-import { basename, dirname, join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { DuckDBConnection, DuckDBInstance, type DuckDBValue } from '@duckdb/node-api';
 import { LockError, WarehouseError } from '../errors.js';
 import { type Logger, silentLogger } from '../log/logger.js';
@@ -29,27 +29,23 @@ export interface WarehouseOptions {
 /** Parameter values accepted by {@link Warehouse.run} and {@link Warehouse.all}. */
 export type SqlParam = DuckDBValue;
 
-/** Matches DuckDB's lock refusal: `Could not set lock on file "…": Conflicting lock is held in … (PID n)`. */
 /**
  * Rows per row group of the tables this job writes (DuckDB's default: 122,880). An extract
  * batch of 25 pages of 1000 events then fills whole row groups that DuckDB writes straight
  * to the file at commit, compressed, instead of logging them to the WAL and compressing them
  * again at the checkpoint; the writer keeps one 16k-row group in memory, not a 123k-row one.
- * Bench at 1M events: extract 8.6 → 7.5 s, peak RSS 430 → 360 MiB; transform 14.9 → 12.5 s
- * (its checkpoint 1.0 s → 0.06 s). Measured against 8,192 (8.5 s), 24,576 (9.8 s, a file
- * twice the size) and 32,768 (9.8 s).
+ * Bench at 1M events: extract 8.6 → 7.3–7.7 s, peak RSS 430 → about 400 MiB; transform
+ * 14.9 → 12.5–13.1 s (its checkpoint 1.0 → 0.06 s). Measured against 8,192 (8.5 s), 24,576
+ * (9.8 s, a file twice the size) and 32,768 (9.8 s). Every writable session must use the same
+ * size: a session at the default size spent 5 s re-merging the 16k groups at its checkpoint.
  */
 export const ROW_GROUP_SIZE = 16_384;
-
-/** The catalog name DuckDB itself would give the file: its name without the extension. */
-function catalogName(abs: string): string {
-  return basename(abs).replace(/\.[^.]*$/, '') || 'warehouse';
-}
 
 function quoteIdentifier(name: string): string {
   return `"${name.replaceAll('"', '""')}"`;
 }
 
+/** Matches DuckDB's lock refusal: `Could not set lock on file "…": Conflicting lock is held in … (PID n)`. */
 const LOCK_RE = /Could not set lock on file|Conflicting lock is held/i;
 const FATAL_RE = /database has been invalidated|FATAL Error|INTERNAL Error/i;
 const DISK_RE = /No space left on device|disk is full|could not write/i;
@@ -115,7 +111,9 @@ export class Warehouse {
 
   /**
    * Open (and create, unless read-only) the database file. A new file and its folder are
-   * created 0600 / 0700 (RELIABILITY.md "Files").
+   * created 0600 / 0700 (RELIABILITY.md "Files"). A writable file is ATTACHed to an in-memory
+   * session with {@link ROW_GROUP_SIZE} and made the default catalog (`USE`); a read-only one
+   * is opened directly.
    *
    * @param path file path, or `:memory:`
    * @throws {LockError} another process holds the file (exit 5)
@@ -147,18 +145,30 @@ export class Warehouse {
       }
     }
     const attach = abs !== ':memory:' && !readOnly;
-    let instance: DuckDBInstance;
-    let conn: DuckDBConnection;
+    let instance: DuckDBInstance | undefined;
+    let conn: DuckDBConnection | undefined;
     try {
       // A writable file is attached, not opened: only ATTACH takes ROW_GROUP_SIZE, and the
-      // setting holds for this session's writes only.
+      // setting holds for this session's writes only. Its catalog keeps the name DuckDB gives
+      // the file when it opens it (`warehouse.duckdb` → `warehouse`, `main.duckdb` →
+      // `main_db`), except `memory.*`, which would clash with the session's own catalog.
       instance = await DuckDBInstance.create(attach ? ':memory:' : abs, config);
       conn = await instance.connect();
       if (attach) {
-        await conn.run(`attach ${sqlString(abs)} as ${quoteIdentifier(catalogName(abs))} (row_group_size ${ROW_GROUP_SIZE})`);
-        await conn.run(`use ${quoteIdentifier(catalogName(abs))}`);
+        try {
+          await conn.run(`attach ${sqlString(abs)} (row_group_size ${ROW_GROUP_SIZE})`);
+        } catch (err) {
+          if (!/already exists/i.test(String((err as Error)?.message))) throw err;
+          await conn.run(`attach ${sqlString(abs)} as recruit_etl_warehouse (row_group_size ${ROW_GROUP_SIZE})`);
+        }
+        const catalog = await conn.runAndReadAll('select database_name from duckdb_databases() where path = $1', [abs]);
+        const name = catalog.getRows()[0]?.[0];
+        if (typeof name !== 'string') throw new Error(`attached ${abs} but found no catalog for it`);
+        await conn.run(`use ${quoteIdentifier(name)}`);
       }
     } catch (err) {
+      conn?.closeSync();
+      instance?.closeSync();
       throw mapDuckDbError(err, `opening ${abs}`, abs);
     }
     if (attach) {
@@ -168,7 +178,7 @@ export class Warehouse {
         // The file may not exist until the first write; the CLI's umask covers it then.
       }
     }
-    const wh = new Warehouse(abs, readOnly, instance, conn, options.logger ?? silentLogger());
+    const wh = new Warehouse(abs, readOnly, instance!, conn!, options.logger ?? silentLogger());
     // Stage every timestamp as UTC regardless of the machine (DOMAIN.md "Time zones").
     await wh.run("set TimeZone = 'UTC'");
     return wh;

@@ -98,6 +98,7 @@ describe('RawEventWriter', () => {
     '2026-01-05T08:00:00.123Z', '2026-01-05T08:00:00Z', '2026-01-05T08:00:00.123456Z', '2026-01-05T08:00:00.1234567Z',
     '2026-01-05T10:00:00+02:00', '2026-01-05T03:00:00.5-05:00', '2026-01-05T08:00:00+0530', '2026-01-05 08:00:00',
     '2026-02-30T08:00:00Z', '2026-01-05T25:00:00Z', '2026-01-05', 'yesterday', '', 12345, null, undefined,
+    'infinity', '-infinity', '2026-01-05T08:00:00.000+00:00',
   ];
   const mixedPage = (prefix: string) =>
     body(
@@ -113,7 +114,7 @@ describe('RawEventWriter', () => {
     );
   const snapshot = (w: Warehouse) =>
     w.all<Record<string, unknown>>(
-      `select stream_id, stream_position, event_id, event_type, epoch_us(published_time) as us,
+      `select stream_id, stream_position, event_id, event_type, epoch_us(published_time) as us, published_time::varchar as published_text,
               message::varchar as message, envelope::varchar as envelope, run_id
        from raw.events order by stream_position`,
     );
@@ -136,6 +137,8 @@ describe('RawEventWriter', () => {
       expect(a.map((r) => Number(r['stream_position']))).toEqual([...Array(2 * times.length).keys()].map((k) => 11 + k));
       // spot checks against DuckDB's own TRY_CAST, offsets applied
       const us = (i: number) => a[i]!['us'];
+      expect(a.map((r) => r['published_text'])).toContain('infinity');
+      expect(a.map((r) => r['published_text'])).toContain('-infinity');
       expect(us(4)).toBe(BigInt(Date.UTC(2026, 0, 5, 8)) * 1000n);
       expect(us(5)).toBe(BigInt(Date.UTC(2026, 0, 5, 8, 0, 0, 500)) * 1000n);
       expect(us(8)).toBeNull();
@@ -187,5 +190,20 @@ describe('RawEventWriter', () => {
     expect(groups.length).toBeGreaterThanOrEqual(2);
     expect(Math.max(...groups.map((g) => Number(g.rows)))).toBe(16_384);
     expect((await wh.one<{ c: string }>('select current_database() as c'))!.c).toBe('w');
+  });
+  it('opens a writable file whatever its name, under the catalog DuckDB gives it when it opens it directly', async () => {
+    for (const name of ['main.duckdb', 'memory.duckdb', 'my.data.duckdb', "it's.duckdb"]) {
+      const file = join(tmp.dir, name);
+      const rw = await Warehouse.open(file);
+      await rw.migrate();
+      const writable = (await rw.one<{ c: string }>('select current_database() as c'))!.c;
+      await rw.close();
+      const ro = await Warehouse.open(file, { readOnly: true });
+      const readOnly = (await ro.one<{ c: string }>('select current_database() as c'))!.c;
+      expect(Number((await ro.one<{ n: bigint }>('select count(*) as n from etl.schema_migrations'))!.n)).toBeGreaterThan(0);
+      await ro.close();
+      if (name === 'memory.duckdb') expect(writable).toBe('recruit_etl_warehouse'); // "memory" is the session's own
+      else expect(writable).toBe(readOnly);
+    }
   });
 });
