@@ -14,7 +14,7 @@ import { InterruptedError } from '../errors.js';
 import { type Logger, silentLogger } from '../log/logger.js';
 import { type EventsClient, firstPageUrl, pageStream } from '../upstream/events.js';
 import type { Warehouse } from '../warehouse/Warehouse.js';
-import { RawEventWriter, RepeatedEventIdsError } from '../warehouse/RawEventWriter.js';
+import { type AppendResult, PageContractError, RawEventWriter, RepeatedEventIdsError } from '../warehouse/RawEventWriter.js';
 import { StreamStore } from '../warehouse/StreamStore.js';
 import { defineStream } from './streamDefinition.js';
 import { failpoint } from '../failpoints.js';
@@ -108,42 +108,59 @@ export async function extractEvents(opts: ExtractOptions): Promise<ExtractResult
     if (pending.length === 0) return;
     const pages = pending;
     pending = [];
-    const last = pages[pages.length - 1]!;
     const firstPageNumber = result.pages - pages.length + 1;
     const toWrite = pages.map((p, i) => ({ bodyText: p.bodyText, pageNumber: firstPageNumber + i }));
-    const write = (path: 'direct' | 'exact') =>
+    const write = (path: 'direct' | 'exact', upTo = pages.length) =>
       opts.wh.transaction(async () => {
         const append = path === 'direct' ? writer.appendPagesDirect.bind(writer) : writer.appendPages.bind(writer);
-        const r = await append(def.streamId, result.streamEventCount, toWrite, opts.runId, def.streamId);
-        await store.saveCursor(def.streamId, last.nextPage, last.hasNextPage, r.lastPosition);
+        const r = await append(def.streamId, result.streamEventCount, toWrite.slice(0, upTo), opts.runId, def.streamId);
+        const end = pages[upTo - 1]!;
+        await store.saveCursor(def.streamId, end.nextPage, end.hasNextPage, r.lastPosition);
         failpoint('extract.before-commit');
         return r;
       });
-    let appended;
-    if (preferExact) {
-      appended = await write('exact');
-      // Back to the hot path once a batch has no repeats.
-      preferExact = appended.duplicates > 0;
-    } else {
-      try {
-        appended = await write('direct');
-      } catch (err) {
-        if (!(err instanceof RepeatedEventIdsError)) throw err;
-        // Rolled back: the same pages again through the exact path, which skips a re-sent
-        // event with the same payload and refuses one with another (spec §6.1). An API that
-        // repeats events at page boundaries would repeat them in the next batch too: that one
-        // goes straight to the exact path.
-        logger.debug({ stream: def.streamId, repeats: err.repeats }, 'repeated event ids in the batch: writing it on the exact path');
+    const committed = (appended: AppendResult, count: number): void => {
+      failpoint('extract.after-commit');
+      result.streamEventCount = appended.lastPosition;
+      result.eventsLoaded += appended.inserted;
+      result.duplicatesSkipped += appended.duplicates;
+      result.batches += 1;
+      logger.debug({ stream: def.streamId, pages: count, events: appended.inserted, position: appended.lastPosition }, 'batch committed');
+    };
+    let appended: AppendResult;
+    try {
+      if (preferExact) {
         appended = await write('exact');
-        preferExact = true;
+        // Back to the hot path once a batch has no repeats.
+        preferExact = appended.duplicates > 0;
+      } else {
+        try {
+          appended = await write('direct');
+        } catch (err) {
+          if (!(err instanceof RepeatedEventIdsError)) throw err;
+          // Rolled back: the same pages again through the exact path, which skips a re-sent
+          // event with the same payload and refuses one with another (spec §6.1). An API that
+          // repeats events at page boundaries would repeat them in the next batch too: that
+          // one goes straight to the exact path.
+          logger.debug({ stream: def.streamId, repeats: err.repeats }, 'repeated event ids in the batch: writing it on the exact path');
+          appended = await write('exact');
+          preferExact = true;
+        }
       }
+    } catch (err) {
+      // A page broke the contract: nothing of it is committed, but the pages of the batch
+      // before it are valid and stay (DESIGN.md guarantee 4), with the cursor after them.
+      const good = err instanceof PageContractError ? err.pageNumber - firstPageNumber : 0;
+      if (good > 0 && good < pages.length) {
+        try {
+          committed(await write('exact', good), good);
+        } catch (keepErr) {
+          logger.warn({ err: { message: (keepErr as Error).message } }, 'could not commit the pages before the one that broke the contract');
+        }
+      }
+      throw err;
     }
-    failpoint('extract.after-commit');
-    result.streamEventCount = appended.lastPosition;
-    result.eventsLoaded += appended.inserted;
-    result.duplicatesSkipped += appended.duplicates;
-    result.batches += 1;
-    logger.debug({ stream: def.streamId, pages: pages.length, events: appended.inserted, position: appended.lastPosition }, 'batch committed');
+    committed(appended, pages.length);
   };
 
   // Pipelining: batch k commits while the pages of batch k+1 are fetched (DuckDB works on its

@@ -18,7 +18,7 @@
  * @module
  */
 import { DuckDBTimestampTZValue, listValue } from '@duckdb/node-api';
-import { UpstreamContractError } from '../errors.js';
+import { type EtlErrorOptions, UpstreamContractError } from '../errors.js';
 import { failpoint } from '../failpoints.js';
 import { emptyColumns, type EventColumns, splitEvents } from './splitEvents.js';
 import type { Warehouse } from './Warehouse.js';
@@ -55,6 +55,22 @@ export class RepeatedEventIdsError extends Error {
 }
 
 /**
+ * A page of the batch breaks the contract (exit 6, like any {@link UpstreamContractError}).
+ * `pageNumber` tells the caller which pages before it are valid and can still be committed
+ * (DESIGN.md guarantee 4: nothing of that page is committed, earlier pages stay).
+ */
+export class PageContractError extends UpstreamContractError {
+  constructor(
+    message: string,
+    /** The 1-based page number (within the run) that broke the contract. */
+    readonly pageNumber: number,
+    options: EtlErrorOptions = {},
+  ) {
+    super(message, options);
+  }
+}
+
+/**
  * `publishedTime` texts that the appender's own cast reads exactly as `TRY_CAST(… AS
  * TIMESTAMPTZ)` does: ISO 8601 in UTC (`Z`), at most microseconds. The appender ignores a
  * UTC offset (measured: `+02:00` was read as UTC), so any other text is cast by DuckDB in SQL.
@@ -75,7 +91,7 @@ export class RawEventWriter {
    * @returns the rows written (`duplicates` is always 0 here)
    * @throws {RepeatedEventIdsError} an id of the batch was on the stream already or occurs
    *   twice in it: roll back and call {@link appendPages} with the same pages
-   * @throws {UpstreamContractError} an event without an id (exit 6; spec §2.4)
+   * @throws {PageContractError} an event without an id (exit 6; spec §2.4), naming its page
    * @throws {WarehouseError} DuckDB failed (exit 7)
    */
   async appendPagesDirect(
@@ -90,7 +106,7 @@ export class RawEventWriter {
       splitEvents(page.bodyText, cols);
       cols.id.forEach((id) => {
         if (id === null || id === '') {
-          throw new UpstreamContractError(`stream ${streamLabel}, page ${page.pageNumber}: an event has no id (spec §2.4)`);
+          throw new PageContractError(`stream ${streamLabel}, page ${page.pageNumber}: an event has no id (spec §2.4)`, page.pageNumber);
         }
       });
       return cols;
@@ -209,8 +225,8 @@ export class RawEventWriter {
    *
    * Call inside {@link Warehouse.transaction}.
    *
-   * @throws {UpstreamContractError} an event id re-sent with a different payload, or an event
-   *   without an id (exit 6); the message names the stream and the page
+   * @throws {PageContractError} an event id re-sent with a different payload, or an event
+   *   without an id (exit 6); the message names the stream and the page, `pageNumber` the page
    * @throws {WarehouseError} DuckDB failed (exit 7)
    */
   async appendPages(
@@ -235,7 +251,7 @@ export class RawEventWriter {
       for (let i = 0; i < total; i += 1) {
         const id = cols.id[i];
         if (id === null || id === undefined || id === '') {
-          throw new UpstreamContractError(`stream ${streamLabel}, page ${pageOf[i]}: an event has no id (spec §2.4)`);
+          throw new PageContractError(`stream ${streamLabel}, page ${pageOf[i]}: an event has no id (spec §2.4)`, pageOf[i]!);
         }
         appender.appendInteger(i);
         appender.appendInteger(pageOf[i]!);
@@ -312,9 +328,10 @@ export class RawEventWriter {
     const conflict = checked.find((c) => c.same !== true);
     if (conflict) {
       const n = checked.filter((c) => c.same !== true).length;
-      throw new UpstreamContractError(
+      throw new PageContractError(
         `stream ${streamLabel}, page ${conflict.page}: ${n} event id(s) were sent again with a different payload; the stream is immutable (spec §6.1)`,
-        { hint: 'report it to the API provider; nothing of this batch was committed, earlier batches are kept' },
+        conflict.page,
+        { hint: 'report it to the API provider; nothing of this page was committed, the pages before it are kept' },
       );
     }
     return [...new Set(checked.map((c) => c.ord))];
