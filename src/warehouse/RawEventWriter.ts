@@ -17,7 +17,7 @@
  *
  * @module
  */
-import { DuckDBTimestampTZValue, listValue } from '@duckdb/node-api';
+import { type DuckDBAppender, DuckDBTimestampTZValue, listValue } from '@duckdb/node-api';
 import { type EtlErrorOptions, UpstreamContractError } from '../errors.js';
 import { failpoint } from '../failpoints.js';
 import { emptyColumns, type EventColumns, splitEvents } from './splitEvents.js';
@@ -78,6 +78,29 @@ export class PageContractError extends UpstreamContractError {
 const UTC_ISO_TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,6})?Z$/;
 
 /**
+ * Split each page into its events (as sent) and require an id on every one.
+ * @throws {PageContractError} an event without an id (exit 6; spec §2.4), naming its page
+ */
+function splitPages(pages: readonly PageToWrite[], streamLabel: string): { cols: EventColumns; pageNumber: number }[] {
+  return pages.map((page) => {
+    const cols = emptyColumns();
+    splitEvents(page.bodyText, cols);
+    for (const id of cols.id) {
+      if (id === null || id === '') {
+        throw new PageContractError(`stream ${streamLabel}, page ${page.pageNumber}: an event has no id (spec §2.4)`, page.pageNumber);
+      }
+    }
+    return { cols, pageNumber: page.pageNumber };
+  });
+}
+
+/** Append a text value, or NULL. */
+function appendText(appender: DuckDBAppender, value: string | null | undefined): void {
+  if (value === null || value === undefined) appender.appendNull();
+  else appender.appendVarchar(value);
+}
+
+/**
  * Writes pages into `raw.events`. One instance per open {@link Warehouse}.
  */
 export class RawEventWriter {
@@ -101,16 +124,7 @@ export class RawEventWriter {
     runId: string,
     streamLabel = streamId,
   ): Promise<AppendResult> {
-    const split = pages.map((page) => {
-      const cols = emptyColumns();
-      splitEvents(page.bodyText, cols);
-      cols.id.forEach((id) => {
-        if (id === null || id === '') {
-          throw new PageContractError(`stream ${streamLabel}, page ${page.pageNumber}: an event has no id (spec §2.4)`, page.pageNumber);
-        }
-      });
-      return cols;
-    });
+    const split = splitPages(pages, streamLabel).map((p) => p.cols);
     const otherTimes = await this.castPublishedTimes(split);
     const extractedAt = new Date().toISOString();
     failpoint('extract.before-append');
@@ -124,9 +138,7 @@ export class RawEventWriter {
           appender.appendVarchar(streamId);
           appender.appendBigInt(BigInt(position));
           appender.appendVarchar(cols.id[i]!);
-          const type = cols.type[i];
-          if (type === null || type === undefined) appender.appendNull();
-          else appender.appendVarchar(type);
+          appendText(appender, cols.type[i]);
           const published = cols.publishedTime[i];
           if (published === null || published === undefined) appender.appendNull();
           else if (UTC_ISO_TIMESTAMP.test(published)) {
@@ -140,9 +152,7 @@ export class RawEventWriter {
             if (value === null || value === undefined) appender.appendNull();
             else appender.appendTimestampTZ(value);
           }
-          const message = cols.message[i];
-          if (message === null || message === undefined) appender.appendNull();
-          else appender.appendVarchar(message);
+          appendText(appender, cols.message[i]);
           appender.appendVarchar(cols.envelope[i]!);
           appender.appendVarchar(runId);
           appender.appendVarchar(extractedAt);
@@ -236,37 +246,25 @@ export class RawEventWriter {
     runId: string,
     streamLabel = streamId,
   ): Promise<AppendResult> {
-    const cols = emptyColumns();
-    const pageOf: number[] = [];
-    for (const page of pages) {
-      const n = splitEvents(page.bodyText, cols);
-      for (let k = 0; k < n; k += 1) pageOf.push(page.pageNumber);
-    }
-    const total = cols.envelope.length;
+    const split = splitPages(pages, streamLabel);
     // An empty poll takes the same path (and failpoints) as any batch: it commits the cursor.
     await this.prepare();
     failpoint('extract.before-append');
     const appender = await this.wh.connection().createAppender('_raw_stage', 'main', 'temp');
+    let total = 0;
     try {
-      for (let i = 0; i < total; i += 1) {
-        const id = cols.id[i];
-        if (id === null || id === undefined || id === '') {
-          throw new PageContractError(`stream ${streamLabel}, page ${pageOf[i]}: an event has no id (spec §2.4)`, pageOf[i]!);
+      for (const { cols, pageNumber } of split) {
+        for (let i = 0; i < cols.envelope.length; i += 1) {
+          appender.appendInteger(total);
+          appender.appendInteger(pageNumber);
+          appender.appendVarchar(cols.id[i]!);
+          appendText(appender, cols.type[i]);
+          appendText(appender, cols.publishedTime[i]);
+          appendText(appender, cols.message[i]);
+          appender.appendVarchar(cols.envelope[i]!);
+          appender.endRow();
+          total += 1;
         }
-        appender.appendInteger(i);
-        appender.appendInteger(pageOf[i]!);
-        appender.appendVarchar(id);
-        const type = cols.type[i];
-        if (type === null || type === undefined) appender.appendNull();
-        else appender.appendVarchar(type);
-        const published = cols.publishedTime[i];
-        if (published === null || published === undefined) appender.appendNull();
-        else appender.appendVarchar(published);
-        const message = cols.message[i];
-        if (message === null || message === undefined) appender.appendNull();
-        else appender.appendVarchar(message);
-        appender.appendVarchar(cols.envelope[i]!);
-        appender.endRow();
       }
       appender.flushSync();
     } finally {
