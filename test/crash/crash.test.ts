@@ -378,7 +378,13 @@ describe('crash safety: SIGKILL at any instant, then a run to completion (guaran
       // later failpoints, or kill -9 early in the run (transform, export and publish remain).
       const remainingPages = lastRows >= ref.events.length ? 1 : ref.pages - Math.floor(lastRows / PAGE_SIZE);
       let inst: Instant;
-      if (rnd() < 0.4) {
+      if (i < 2) {
+        // The first two kills cut the stream mid-way for certain, whatever the machine's speed
+        // (a timer kill can land after a fast extract has finished): each commits 1 to half of
+        // the remaining pages, then dies.
+        const n = 1 + Math.floor(rnd() * Math.max(1, Math.floor((remainingPages - 1) / 2)));
+        inst = { kind: 'failpoint', name: 'extract.after-commit', n, label: `loop ${i + 1}: extract.after-commit:${n} (${lastRows} rows in)` };
+      } else if (rnd() < 0.4) {
         const delayMs = Math.round(rnd() * LOOP_TIMER_MAX_MS);
         inst = { kind: 'timer', delayMs, startOn: RUN_STARTED, label: `loop ${i + 1}: kill -9 ${delayMs} ms after "run started"` };
       } else {
