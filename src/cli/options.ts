@@ -6,6 +6,7 @@
  */
 import type { Argv } from 'yargs';
 import { DEFAULT_EVENT_TYPES } from '../config/config.js';
+import { EXTRACT_MEMORY_LIMIT } from '../pipeline/jobs.js';
 
 /**
  * Every option of the contract, declared once for all commands (grouped in --help), so
@@ -25,7 +26,7 @@ export function globalOptions<T>(y: Argv<T>) {
   return y
     .option('db', { type: 'string', describe: 'DuckDB warehouse file', default: 'data/warehouse.duckdb' })
     .option('environment', { type: 'string', describe: 'environment label recorded on streams and runs (staging, production)', default: 'production' })
-    .option('memory-limit', { type: 'string', describe: 'DuckDB memory_limit', default: '2GB' })
+    .option('memory-limit', { type: 'string', describe: `DuckDB memory_limit for transform and export (the extract runs under ${EXTRACT_MEMORY_LIMIT})`, default: '2GB' })
     .option('log-level', { type: 'string', describe: 'fatal|error|warn|info|debug|trace|silent', default: 'info' })
     .option('verbose', { type: 'boolean', describe: 'stack traces on failure, debug logs', default: false })
     // Read by src/failpoints.ts from RECRUIT_ETL_FAILPOINT (crash tests only); declared so that
