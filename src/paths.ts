@@ -25,5 +25,7 @@ export const PACKAGE_ROOT: string = findPackageRoot();
 export const WAREHOUSE_SQL_DIR: string = join(PACKAGE_ROOT, 'sql', 'warehouse');
 /** Folder of the SQL models (dbt layout: staging/, intermediate/, marts/). */
 export const MODELS_DIR: string = join(PACKAGE_ROOT, 'sql', 'models');
+/** Folder of the dbt macros the models call (expanded by the job's runner too). */
+export const MACROS_DIR: string = join(PACKAGE_ROOT, 'sql', 'macros');
 /** Folder of the seed CSV files. */
 export const SEEDS_DIR: string = join(PACKAGE_ROOT, 'sql', 'seeds');

@@ -1,11 +1,74 @@
 /**
  * Compile one SQL model file for DuckDB without dbt: the models use only
- * `{{ config(...) }}`, `{{ ref('name') }}` and `{{ source('schema', 'table') }}` (STYLE.md),
- * so three substitutions turn the dbt file into plain SQL.
+ * `{{ config(...) }}`, `{{ ref('name') }}`, `{{ source('schema', 'table') }}` (STYLE.md) and
+ * calls of the project's macros (`sql/macros`) with quoted arguments, so a few substitutions
+ * turn the dbt file into plain SQL.
  *
  * @module
  */
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { TransformError } from '../errors.js';
+
+/**
+ * A dbt macro of the restricted form the runner expands: `{% macro name(a, b) %} … {% endmacro %}`
+ * whose body uses its parameters only as `{{ a }}`.
+ */
+export interface SqlMacro {
+  name: string;
+  params: string[];
+  body: string;
+}
+
+const MACRO_DEF_RE = /\{%-?\s*macro\s+([A-Za-z_][A-Za-z0-9_]*)\s*\(([^)]*)\)\s*-?%\}([\s\S]*?)\{%-?\s*endmacro\s*-?%\}/g;
+const MACRO_CALL_RE = /\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\(([^)]*)\)\s*\}\}/g;
+const QUOTED_ARG_RE = /^\s*(?:'([^']*)'|"([^"]*)")\s*$/;
+
+/**
+ * Every macro defined in the `.sql` files of `dir` (none when the folder is missing).
+ * @throws {TransformError} a parameter that is not a plain identifier (defaults are not supported), or a macro defined twice
+ */
+export function loadMacros(dir: string): Map<string, SqlMacro> {
+  const macros = new Map<string, SqlMacro>();
+  let files: string[];
+  try {
+    files = readdirSync(dir).filter((f) => f.endsWith('.sql')).sort();
+  } catch {
+    return macros;
+  }
+  for (const file of files) {
+    for (const m of readFileSync(join(dir, file), 'utf8').matchAll(MACRO_DEF_RE)) {
+      const name = m[1]!;
+      const params = m[2]!.split(',').map((p) => p.trim()).filter((p) => p !== '');
+      const bad = params.find((p) => !IDENT_RE.test(p));
+      if (bad !== undefined) throw new TransformError(`macro ${name} (${file}): parameter '${bad}' is not a plain identifier`);
+      if (macros.has(name)) throw new TransformError(`macro ${name} is defined twice`);
+      macros.set(name, { name, params, body: m[3]!.trim() });
+    }
+  }
+  return macros;
+}
+
+/** Expand the calls of `macros` in `sql`; other Jinja is left for the caller to refuse. */
+function expandMacros(model: string, sql: string, macros: ReadonlyMap<string, SqlMacro>): string {
+  return sql.replace(MACRO_CALL_RE, (call, name: string, argText: string) => {
+    const macro = macros.get(name);
+    if (!macro) return call;
+    const args = argText.trim() === '' ? [] : argText.split(',');
+    if (args.length !== macro.params.length) {
+      throw new TransformError(`model ${model}: ${name}() takes ${macro.params.length} argument(s), got ${args.length}`);
+    }
+    const values = args.map((a) => {
+      const q = QUOTED_ARG_RE.exec(a);
+      if (!q) throw new TransformError(`model ${model}: the arguments of ${name}() must be quoted strings`);
+      return q[1] ?? q[2] ?? '';
+    });
+    return macro.params.reduce(
+      (body, param, i) => body.replace(new RegExp(`\\{\\{\\s*${param}\\s*\\}\\}`, 'g'), () => values[i]!),
+      macro.body,
+    );
+  });
+}
 
 /** How a model is built. */
 export type Materialization = 'table' | 'view';
@@ -42,10 +105,11 @@ export function quoteIdent(name: string): string {
  * @param name model name (file name without extension)
  * @param text the file's contents
  * @param schema schema the refs resolve to (default `main`)
+ * @param macros the project's macros ({@link loadMacros}); calls of others are refused
  * @returns the compiled model
  * @throws {TransformError} on any other Jinja, a bad identifier, or an unsupported materialization
  */
-export function compileModel(name: string, text: string, schema = 'main'): CompiledModel {
+export function compileModel(name: string, text: string, schema = 'main', macros: ReadonlyMap<string, SqlMacro> = new Map()): CompiledModel {
   if (!IDENT_RE.test(name)) throw new TransformError(`model ${name}: the file name is not a plain SQL identifier`);
   let materialized: Materialization = 'table';
   let sql = text.replace(CONFIG_RE, (_m, args: string) => {
@@ -59,6 +123,7 @@ export function compileModel(name: string, text: string, schema = 'main'): Compi
     }
     return '';
   });
+  sql = expandMacros(name, sql, macros);
   const refs: string[] = [];
   sql = sql.replace(REF_RE, (_m, a?: string, b?: string) => {
     const ref = a ?? b ?? '';
@@ -81,7 +146,7 @@ export function compileModel(name: string, text: string, schema = 'main'): Compi
   if (leftover) {
     const line = sql.slice(0, leftover.index).split('\n').length;
     throw new TransformError(
-      `model ${name}: unsupported Jinja at line ${line} (models may use only config, ref and source)`,
+      `model ${name}: unsupported Jinja at line ${line} (models may use only config, ref, source and the macros of sql/macros)`,
     );
   }
   sql = sql.trim().replace(/;\s*$/, '');

@@ -10,9 +10,9 @@ import { basename, join, relative } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { TransformError } from '../errors.js';
 import { type Logger, silentLogger } from '../log/logger.js';
-import { MODELS_DIR, SEEDS_DIR } from '../paths.js';
+import { MACROS_DIR, MODELS_DIR, SEEDS_DIR } from '../paths.js';
 import type { Warehouse } from '../warehouse/Warehouse.js';
-import { type CompiledModel, compileModel, quoteIdent } from './compileModel.js';
+import { type CompiledModel, compileModel, loadMacros, quoteIdent } from './compileModel.js';
 import { orderModels } from './orderModels.js';
 import { loadSeedSpecs, seedSql } from './seeds.js';
 
@@ -76,14 +76,15 @@ export function listModelFiles(dir: string): string[] {
  * Compile every model of `dir`.
  * @throws {TransformError} on a compile error or two files with one name
  */
-export function compileModels(dir: string, schema = 'main'): CompiledModel[] {
+export function compileModels(dir: string, schema = 'main', macrosDir: string = MACROS_DIR): CompiledModel[] {
+  const macros = loadMacros(macrosDir);
   const seen = new Map<string, string>();
   return listModelFiles(dir).map((file) => {
     const name = basename(file, '.sql');
     const prior = seen.get(name);
     if (prior) throw new TransformError(`two model files are named ${name}: ${prior} and ${relative(dir, file)}`);
     seen.set(name, relative(dir, file));
-    return compileModel(name, readFileSync(file, 'utf8'), schema);
+    return compileModel(name, readFileSync(file, 'utf8'), schema, macros);
   });
 }
 

@@ -36,11 +36,7 @@ extracted as (
 typed as (
     select
         *,
-        case
-            when regexp_matches(created_time, '\d{2}:\d{2}(:\d{2}(\.\d+)?)?\s*([Zz]|[+-]\d{2}(:?\d{2})?)$')
-                then try_cast(created_time as timestamptz) at time zone 'UTC'
-            else try_cast(created_time as timestamp)
-        end as created_at,
+        {{ utc_timestamp('created_time') }} as created_at,
         coalesce(
             try_cast(contact_attempt_date_text as date),
             try_cast(left(contact_attempt_date_text, 10) as date)

@@ -26,11 +26,7 @@ extracted as (
 typed as (
     select
         *,
-        case
-            when regexp_matches(status_changed_time, '\d{2}:\d{2}(:\d{2}(\.\d+)?)?\s*([Zz]|[+-]\d{2}(:?\d{2})?)$')
-                then try_cast(status_changed_time as timestamptz) at time zone 'UTC'
-            else try_cast(status_changed_time as timestamp)
-        end as status_changed_at,
+        {{ utc_timestamp('status_changed_time') }} as status_changed_at,
     from extracted
 ),
 

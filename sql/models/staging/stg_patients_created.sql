@@ -31,16 +31,8 @@ typed as (
     select
         *,
         -- GMT strings with Z or an offset go through timestamptz; bare ones are read as UTC.
-        case
-            when regexp_matches(referral_received_time, '\d{2}:\d{2}(:\d{2}(\.\d+)?)?\s*([Zz]|[+-]\d{2}(:?\d{2})?)$')
-                then try_cast(referral_received_time as timestamptz) at time zone 'UTC'
-            else try_cast(referral_received_time as timestamp)
-        end as referral_received_at,
-        case
-            when regexp_matches(created_time, '\d{2}:\d{2}(:\d{2}(\.\d+)?)?\s*([Zz]|[+-]\d{2}(:?\d{2})?)$')
-                then try_cast(created_time as timestamptz) at time zone 'UTC'
-            else try_cast(created_time as timestamp)
-        end as created_at,
+        {{ utc_timestamp('referral_received_time') }} as referral_received_at,
+        {{ utc_timestamp('created_time') }} as created_at,
     from extracted
 ),
 

@@ -25,11 +25,7 @@ extracted as (
 typed as (
     select
         *,
-        case
-            when regexp_matches(referral_acknowledged_time, '\d{2}:\d{2}(:\d{2}(\.\d+)?)?\s*([Zz]|[+-]\d{2}(:?\d{2})?)$')
-                then try_cast(referral_acknowledged_time as timestamptz) at time zone 'UTC'
-            else try_cast(referral_acknowledged_time as timestamp)
-        end as referral_acknowledged_at,
+        {{ utc_timestamp('referral_acknowledged_time') }} as referral_acknowledged_at,
     from extracted
 ),
 

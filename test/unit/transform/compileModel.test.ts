@@ -1,6 +1,10 @@
 import { describe, expect, test } from 'vitest';
 import { TransformError } from '../../../src/errors.js';
-import { compileModel } from '../../../src/transform/compileModel.js';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { compileModel, loadMacros } from '../../../src/transform/compileModel.js';
+import { MACROS_DIR } from '../../../src/paths.js';
 
 describe('compileModel', () => {
   test('resolves ref and source, strips config, records refs once', () => {
@@ -40,5 +44,33 @@ select * from a;`,
     expect(() => compileModel('bad-name', 'select 1')).toThrow(TransformError);
     expect(() => compileModel('m', `select * from {{ ref('x; drop table y') }}`)).toThrow(TransformError);
     expect(() => compileModel('m', `{{ config(materialized='table') }}`)).toThrow(/empty/);
+  });
+});
+
+describe('macros', () => {
+  test("the project's utc_timestamp macro expands with its argument in every place", () => {
+    const macros = loadMacros(MACROS_DIR);
+    const m = compileModel('stg_x', `select {{ utc_timestamp('created_time') }} as created_at, {{utc_timestamp("t2")}} as t2_at from {{ ref('stg_events') }}`, 'main', macros);
+    expect(m.sql).not.toContain('{{');
+    expect(m.sql).toContain("try_cast(created_time as timestamptz) at time zone 'UTC'");
+    expect(m.sql).toContain('try_cast(created_time as timestamp)');
+    expect(m.sql).toContain(String.raw`regexp_matches(t2, '\d{2}`);
+    expect(m.refs).toEqual(['stg_events']);
+  });
+
+  test('loads the definitions of a folder; a wrong call, an unknown macro or a missing folder are handled', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'macros-'));
+    try {
+      writeFileSync(join(dir, 'm.sql'), '-- doc\n{% macro pair(a, b) %}({{ a }}, {{b}}, {{ a }}){% endmacro %}\n{%- macro one() -%} 1 {%- endmacro -%}');
+      const macros = loadMacros(dir);
+      expect([...macros.keys()]).toEqual(['pair', 'one']);
+      expect(compileModel('m', `select {{ pair('x', "y") }}, {{ one() }}`, 'main', macros).sql).toBe('select (x, y, x), 1');
+      expect(() => compileModel('m', `select {{ pair('x') }}`, 'main', macros)).toThrow(/takes 2 argument/);
+      expect(() => compileModel('m', 'select {{ pair(x, y) }}', 'main', macros)).toThrow(/quoted strings/);
+      expect(() => compileModel('m', `select {{ other('x') }}`, 'main', macros)).toThrow(TransformError);
+      expect(loadMacros(join(dir, 'missing')).size).toBe(0);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
