@@ -6,7 +6,7 @@
  *
  * @module
  */
-import { mkdirSync, readdirSync, readFileSync, chmodSync, existsSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, chmodSync, existsSync, rmSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { DuckDBConnection, DuckDBInstance, type DuckDBValue } from '@duckdb/node-api';
 import { LockError, WarehouseError } from '../errors.js';
@@ -170,6 +170,12 @@ export class Warehouse {
       conn?.closeSync();
       instance?.closeSync();
       throw mapDuckDbError(err, `opening ${abs}`, abs);
+    }
+    if (attach && options.tempDirectory === undefined) {
+      // A spill folder left by a run killed while DuckDB spilled (the extract's small cap can
+      // spill): no other process uses it, since this one now holds the file's write lock, and
+      // DuckDB creates it again when it spills. Crash test: no `.tmp` left after a completing run.
+      rmSync(config['temp_directory']!, { recursive: true, force: true });
     }
     if (attach) {
       try {

@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { join } from 'node:path';
-import { statSync } from 'node:fs';
+import { existsSync, mkdirSync, statSync, writeFileSync } from 'node:fs';
 import { ROW_GROUP_SIZE, Warehouse } from '../../../src/warehouse/Warehouse.js';
 import { RawEventWriter, RepeatedEventIdsError } from '../../../src/warehouse/RawEventWriter.js';
 import { StreamStore } from '../../../src/warehouse/StreamStore.js';
@@ -205,5 +205,28 @@ describe('RawEventWriter', () => {
       if (name === 'memory.duckdb') expect(writable).toBe('recruit_etl_warehouse'); // "memory" is the session's own
       else expect(writable).toBe(readOnly);
     }
+  });
+
+  it("a writable open removes the spill folder a killed run left (<db>.tmp); a read-only open or another folder is left alone", async () => {
+    const file = join(tmp.dir, 'spill.duckdb');
+    const stale = `${file}.tmp`;
+    const leave = () => {
+      mkdirSync(stale, { recursive: true });
+      writeFileSync(join(stale, 'duckdb_temp_storage_S32K-0.tmp'), 'x');
+    };
+    const first = await Warehouse.open(file);
+    await first.migrate();
+    await first.close();
+    leave();
+    const ro = await Warehouse.open(file, { readOnly: true });
+    await ro.close();
+    expect(existsSync(join(stale, 'duckdb_temp_storage_S32K-0.tmp'))).toBe(true);
+    const own = join(tmp.dir, 'elsewhere');
+    const other = await Warehouse.open(file, { tempDirectory: own });
+    await other.close();
+    expect(existsSync(stale)).toBe(true);
+    const rw = await Warehouse.open(file);
+    expect(existsSync(stale)).toBe(false);
+    await rw.close();
   });
 });
