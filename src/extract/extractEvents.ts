@@ -32,6 +32,12 @@ export interface ExtractOptions {
   pageSize?: number;
   /** Pages per transaction (default 25). The cursor always commits with its events. */
   batchPages?: number;
+  /**
+   * DuckDB `memory_limit` (e.g. `'2GB'`) while a batch is written on the exact path, whose
+   * staging table and envelope comparisons need more than the extract's small cap; the
+   * session's limit is restored after that batch. Default: the session's limit throughout.
+   */
+  exactPathMemoryLimit?: string;
   runId: string;
   logger?: Logger;
   signal?: AbortSignal;
@@ -53,6 +59,20 @@ export interface ExtractResult {
   /** Whether the run started from a stored cursor (true) or from the beginning (false). */
   resumed: boolean;
   bytes: number;
+}
+
+/**
+ * Run `fn` under DuckDB `memory_limit` = `limit`, then restore the session's limit (also when
+ * `fn` throws; restoring is best effort, so that it cannot hide `fn`'s own error).
+ */
+async function withMemoryLimit<T>(wh: Warehouse, limit: string, fn: () => Promise<T>): Promise<T> {
+  const prior = await wh.one<{ v: string }>(`select current_setting('memory_limit') as v`);
+  await wh.run(`set memory_limit = '${limit.replaceAll("'", "''")}'`);
+  try {
+    return await fn();
+  } finally {
+    if (prior) await wh.run(`set memory_limit = '${prior.v.replaceAll("'", "''")}'`).catch(() => undefined);
+  }
 }
 
 /**
@@ -110,7 +130,13 @@ export async function extractEvents(opts: ExtractOptions): Promise<ExtractResult
     pending = [];
     const firstPageNumber = result.pages - pages.length + 1;
     const toWrite = pages.map((p, i) => ({ bodyText: p.bodyText, pageNumber: firstPageNumber + i }));
-    const write = (path: 'direct' | 'exact', upTo = pages.length) =>
+    const write = async (path: 'direct' | 'exact', upTo = pages.length): Promise<AppendResult> => {
+      if (path === 'exact' && opts.exactPathMemoryLimit !== undefined) {
+        return withMemoryLimit(opts.wh, opts.exactPathMemoryLimit, () => writeIn(path, upTo));
+      }
+      return writeIn(path, upTo);
+    };
+    const writeIn = (path: 'direct' | 'exact', upTo: number) =>
       opts.wh.transaction(async () => {
         const append = path === 'direct' ? writer.appendPagesDirect.bind(writer) : writer.appendPages.bind(writer);
         const r = await append(def.streamId, result.streamEventCount, toWrite.slice(0, upTo), opts.runId, def.streamId);

@@ -2,7 +2,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { join } from 'node:path';
 import type { MockApi } from '../../../src/simulator/index.js';
 import { expectedEvents } from '../../../src/simulator/index.js';
-import { runJob } from '../../../src/pipeline/jobs.js';
+import { EXTRACT_MEMORY_LIMIT, runJob } from '../../../src/pipeline/jobs.js';
+import { extractEvents } from '../../../src/extract/extractEvents.js';
+import type { EventsClient } from '../../../src/upstream/events.js';
 import { Warehouse } from '../../../src/warehouse/Warehouse.js';
 import { DEFAULT_EVENT_TYPES } from '../../../src/config/config.js';
 import { configFor, startSim } from '../../helpers/sim.js';
@@ -92,5 +94,66 @@ describe('extract against the simulator (ground truth)', () => {
       { stream_id: b.extract!.streamId, status: 'active' },
       { stream_id: a.extract!.streamId, status: 'retired' },
     ]);
+  });
+});
+
+describe('extract under its small DuckDB cap (EXTRACT_MEMORY_LIMIT)', () => {
+  let tmp: ReturnType<typeof tempDir>;
+  beforeAll(() => {
+    tmp = tempDir();
+  });
+  afterAll(() => {
+    tmp.cleanup();
+  });
+
+  /** A client serving `pages` pages of 1,000 events of about 700 bytes; page p + 25 re-sends page p. */
+  function resendingClient(base: string, pages: number): EventsClient {
+    const event = (n: number) => ({
+      id: `evt-${n}`,
+      eventType: 'v1.patient.statusChanged',
+      publishedTime: '2026-01-05T08:00:00.123Z',
+      message: { trialId: 'T-1', referralSubjectId: `RS-${n % 5000}`, patientStatus: 'preScreening', note: 'x'.repeat(500) },
+    });
+    return {
+      origin: new URL(base).origin,
+      async fetchPage(url: string) {
+        const p = Number(new URL(url).searchParams.get('p') ?? '0');
+        const first = (p % 25) * 1000;
+        const events = Array.from({ length: 1000 }, (_, i) => event(first + i));
+        const more = p + 1 < pages;
+        const nextPage = `${base}/events?p=${more ? p + 1 : p}`;
+        const bodyText = JSON.stringify({ events, pagination: { nextPage, hasNextPage: more } });
+        return { url, bodyText, bytes: bodyText.length, events, nextPage, hasNextPage: more };
+      },
+    } as unknown as EventsClient;
+  }
+
+  it("writes a batch of 25,000 re-sent events on the exact path, under the job's own limit", async () => {
+    // Measured: the exact path's staging table and envelope comparisons of a batch of 25
+    // re-sent pages run out of memory under the 32 MB cap.
+    const wh = await Warehouse.open(join(tmp.dir, 'cap.duckdb'));
+    try {
+      await wh.migrate();
+      await wh.run(`set memory_limit = '${EXTRACT_MEMORY_LIMIT}'`);
+      const base = 'http://upstream.test';
+      const r = await extractEvents({
+        wh,
+        client: resendingClient(base, 50),
+        baseUrl: base,
+        environment: 'test',
+        trialIds: ['T-1'],
+        eventTypes: ['v1.patient.statusChanged'],
+        batchPages: 25,
+        exactPathMemoryLimit: '2GB',
+        runId: 'run-1',
+      });
+      expect([r.eventsLoaded, r.duplicatesSkipped, r.streamEventCount]).toEqual([25_000, 25_000, 25_000]);
+      // Back under the cap after the exact batch.
+      expect((await wh.one<{ v: string }>(`select current_setting('memory_limit') as v`))!.v).toMatch(/^30\.5 MiB$/);
+      const row = await wh.one<{ n: bigint; ids: bigint }>('select count(*) as n, count(distinct event_id) as ids from raw.events');
+      expect([Number(row!.n), Number(row!.ids)]).toEqual([25_000, 25_000]);
+    } finally {
+      await wh.close();
+    }
   });
 });
