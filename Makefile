@@ -41,10 +41,10 @@ demo: build
 	DEMO_PORT=$(DEMO_PORT) bash scripts/demo.sh
 
 run: build
-	node dist/cli.js run
+	dist/cli.js run
 
 status: build
-	node dist/cli.js status
+	dist/cli.js status
 
 # dbt builds the same sql/models (seeds, models, data tests, unit tests) on the demo warehouse,
 # making it first on a fresh clone. Not part of the nightly run: dbt takes the write lock.

@@ -144,10 +144,13 @@ function settle(): void {
   spawnSync('sync', { stdio: 'ignore' });
 }
 
-/** Run the CLI as a child process; returns wall time and peak RSS (VmHWM) in bytes. */
+/**
+ * Run the CLI as a child process, started as the installed `recruit-etl` bin is (through its
+ * shebang, with its V8 flag; see src/cli.ts); returns wall time and peak RSS (VmHWM) in bytes.
+ */
 async function cli(args: string[], env: Record<string, string>): Promise<{ ms: number; peakRssBytes: number; stderr: string }> {
   const t0 = performance.now();
-  const proc = spawn(process.execPath, [CLI, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
+  const proc = spawn(CLI, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
   proc.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
   let peak = 0;

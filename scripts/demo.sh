@@ -35,10 +35,10 @@ export RECRUIT_ETL_EXPORT_DIR="${RECRUIT_ETL_EXPORT_DIR:-data/exports}"
 
 echo "demo: simulator at $RECRUIT_ETL_BASE_URL serving $(field events) events for trials $RECRUIT_ETL_TRIAL_ID"
 start=$(date +%s%N)
-node dist/cli.js run --log-level "${DEMO_LOG_LEVEL:-warn}"
+dist/cli.js run --log-level "${DEMO_LOG_LEVEL:-warn}"
 end=$(date +%s%N)
 ms=$(( (end - start) / 1000000 ))
 printf 'demo: run finished in %d.%03d s\n\n' $((ms / 1000)) $((ms % 1000))
-node dist/cli.js status
+dist/cli.js status
 echo
 echo "demo: warehouse $RECRUIT_ETL_DB, Parquet in $RECRUIT_ETL_EXPORT_DIR"

@@ -22,16 +22,30 @@ import { readStatus, type WarehouseStatus } from '../warehouse/readStatus.js';
 import { publishedCopyPath, publishReadOnlyCopy } from '../warehouse/publishCopy.js';
 import { failpoint } from '../failpoints.js';
 import { existsSync } from 'node:fs';
+import { setFlagsFromString } from 'node:v8';
 import { resolve } from 'node:path';
 
 /**
  * DuckDB `memory_limit` while the extract stage runs; the job's `--memory-limit` is restored
- * right after it.
- * With 16k-row groups (see `ROW_GROUP_SIZE`) the writer's buffers stay under 20 MB; bench at 1M
- * events: 32MB → 7.4 s and 350–375 MiB peak RSS, 64MB → 7.5 s and 375–390 MiB, 128MB → 7.3 s
- * and 475 MiB. 64MB leaves room for the exact path's staging table.
+ * right after it. With 16k-row groups (see `ROW_GROUP_SIZE`) the hot path's buffers stay
+ * under 20 MB. Bench at 1M events (one session, same machine): 64MB → 8.3–8.9 s and 380–400
+ * MiB peak RSS, 32MB → 8.1–8.6 s and 340–350 MiB. A batch written on the exact path (repeated
+ * ids: a staging table and envelope comparisons, measured to need more than 32 MB for 25
+ * pages of 1,000 events) runs under the job's own limit (see `exactPathMemoryLimit`).
  */
-export const EXTRACT_MEMORY_LIMIT = '64MB';
+export const EXTRACT_MEMORY_LIMIT = '32MB';
+
+/**
+ * V8's old-generation growing factor while the extract runs, as `--heap-growing-percent`
+ * (the factor is 1 + percent/100; 0 restores V8's own heuristic). The extract allocates
+ * about 350 bytes of short-lived page text per event; by default V8 lets its old space
+ * grow to about four times the live data (30–50 MB) before a full collection. A soft
+ * setting, not a cap: the heap still grows when the live data does, so it cannot fail with
+ * an out-of-memory error the way `--max-old-space-size` can. Bench at 1M events with the
+ * bin's `--max-semi-space-size=4` (src/cli.ts): 340–350 → 245–255 MiB peak RSS, about 1 s
+ * more. Set at run time: V8 reads it at every full collection.
+ */
+export const EXTRACT_V8_HEAP_GROWING_PERCENT = 20;
 
 /** DuckDB `disabled_compression_methods` while the extract stage runs. */
 export const EXTRACT_DISABLED_COMPRESSION = 'dictionary,dict_fsst';
@@ -123,6 +137,7 @@ export async function runJob(command: string, stages: readonly Stage[], ctx: Job
       // stage, the models (whose columns do compress by dictionary) and the final checkpoint.
       // Best effort: a failure here must not hide the extract's own error.
       const restoreJobSettings = async (): Promise<void> => {
+        setFlagsFromString('--heap-growing-percent=0');
         await wh.run('reset disabled_compression_methods').catch(() => undefined);
         await wh.run(`set memory_limit = '${config.memoryLimit.replaceAll("'", "''")}'`).catch(() => undefined);
       };
@@ -134,6 +149,7 @@ export async function runJob(command: string, stages: readonly Stage[], ctx: Job
         // the extract's peak of memory (bench at 1M: 390 → 294 MiB, the file no larger).
         await wh.run(`set memory_limit = '${EXTRACT_MEMORY_LIMIT}'`);
         await wh.run(`set disabled_compression_methods = '${EXTRACT_DISABLED_COMPRESSION}'`);
+        setFlagsFromString(`--heap-growing-percent=${EXTRACT_V8_HEAP_GROWING_PERCENT}`);
         const tokens = new TokenProvider({
           credentials: {
             authUrl: config.authUrl!,
@@ -155,6 +171,7 @@ export async function runJob(command: string, stages: readonly Stage[], ctx: Job
             eventTypes: config.eventType,
             ...(config.pageSize !== undefined ? { pageSize: config.pageSize } : {}),
             batchPages: config.batchPages,
+            exactPathMemoryLimit: config.memoryLimit,
             runId,
             logger,
             ...signalOpt,
