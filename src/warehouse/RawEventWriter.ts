@@ -78,20 +78,33 @@ export class PageContractError extends UpstreamContractError {
 const UTC_ISO_TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,6})?Z$/;
 
 /**
- * Split each page into its events (as sent) and require an id on every one.
+ * Split one page into its events (as sent) and require an id on every one.
  * @throws {PageContractError} an event without an id (exit 6; spec §2.4), naming its page
  */
-function splitPages(pages: readonly PageToWrite[], streamLabel: string): { cols: EventColumns; pageNumber: number }[] {
-  return pages.map((page) => {
-    const cols = emptyColumns();
-    splitEvents(page.bodyText, cols);
-    for (const id of cols.id) {
-      if (id === null || id === '') {
-        throw new PageContractError(`stream ${streamLabel}, page ${page.pageNumber}: an event has no id (spec §2.4)`, page.pageNumber);
-      }
+function splitPage(page: PageToWrite, streamLabel: string): EventColumns {
+  const cols = emptyColumns();
+  splitEvents(page.bodyText, cols);
+  for (const id of cols.id) {
+    if (id === null || id === '') {
+      throw new PageContractError(`stream ${streamLabel}, page ${page.pageNumber}: an event has no id (spec §2.4)`, page.pageNumber);
     }
-    return { cols, pageNumber: page.pageNumber };
-  });
+  }
+  return cols;
+}
+
+/** {@link splitPage} for every page, in order. */
+function splitPages(pages: readonly PageToWrite[], streamLabel: string): { cols: EventColumns; pageNumber: number }[] {
+  return pages.map((page) => ({ cols: splitPage(page, streamLabel), pageNumber: page.pageNumber }));
+}
+
+/** No `publishedTime` text to look up (the usual page: every text is UTC_ISO_TIMESTAMP). */
+const NO_TIMES: ReadonlyMap<string, DuckDBTimestampTZValue | null> = new Map();
+
+/** The distinct `publishedTime` texts of a page that {@link UTC_ISO_TIMESTAMP} does not cover. */
+function otherPublishedTimes(cols: EventColumns): Set<string> {
+  const texts = new Set<string>();
+  for (const t of cols.publishedTime) if (t !== null && !UTC_ISO_TIMESTAMP.test(t)) texts.add(t);
+  return texts;
 }
 
 /** Append a text value, or NULL. */
@@ -124,14 +137,25 @@ export class RawEventWriter {
     runId: string,
     streamLabel = streamId,
   ): Promise<AppendResult> {
-    const split = splitPages(pages, streamLabel).map((p) => p.cols);
-    const otherTimes = await this.castPublishedTimes(split);
     const extractedAt = new Date().toISOString();
     failpoint('extract.before-append');
-    const appender = await this.wh.connection().createAppender('events', 'raw');
+    // A page at a time: split, appended, flushed into the transaction's storage, dropped. Only
+    // one page's columns are alive, so they die young in V8's heap instead of being promoted
+    // with the whole batch's (the extract's peak RSS).
+    let appender: DuckDBAppender | undefined;
     let position = basePosition;
     try {
-      for (const cols of split) {
+      for (const page of pages) {
+        const cols = splitPage(page, streamLabel);
+        let otherTimes = NO_TIMES;
+        const texts = otherPublishedTimes(cols);
+        if (texts.size > 0) {
+          // A query on the connection: with no appender open on it.
+          appender?.closeSync();
+          appender = undefined;
+          otherTimes = await this.castPublishedTimes(texts);
+        }
+        appender ??= await this.wh.connection().createAppender('events', 'raw');
         const n = cols.envelope.length;
         for (let i = 0; i < n; i += 1) {
           position += 1;
@@ -158,11 +182,10 @@ export class RawEventWriter {
           appender.appendVarchar(extractedAt);
           appender.endRow();
         }
-        // A page at a time into the transaction's storage: the appender's buffer stays small.
         appender.flushSync();
       }
     } finally {
-      appender.closeSync();
+      appender?.closeSync();
     }
     failpoint('extract.mid-append');
     await this.wh.run(
@@ -187,15 +210,11 @@ export class RawEventWriter {
   }
 
   /**
-   * `TRY_CAST(t AS TIMESTAMPTZ)` for each distinct `publishedTime` text of the batch that
-   * {@link UTC_ISO_TIMESTAMP} does not cover, as appender values: microseconds since the epoch,
-   * ±infinity, or null when unparseable. One query, the texts bound as one list.
+   * `TRY_CAST(t AS TIMESTAMPTZ)` of each text (see {@link otherPublishedTimes}), as appender
+   * values: microseconds since the epoch, ±infinity, or null when unparseable. One query, the
+   * texts bound as one list.
    */
-  private async castPublishedTimes(split: readonly EventColumns[]): Promise<Map<string, DuckDBTimestampTZValue | null>> {
-    const texts = new Set<string>();
-    for (const cols of split) {
-      for (const t of cols.publishedTime) if (t !== null && !UTC_ISO_TIMESTAMP.test(t)) texts.add(t);
-    }
+  private async castPublishedTimes(texts: ReadonlySet<string>): Promise<Map<string, DuckDBTimestampTZValue | null>> {
     const out = new Map<string, DuckDBTimestampTZValue | null>();
     if (texts.size === 0) return out;
     const list = [...texts];
