@@ -33,11 +33,12 @@ export interface ExtractOptions {
   /** Pages per transaction (default 25). The cursor always commits with its events. */
   batchPages?: number;
   /**
-   * DuckDB `memory_limit` (e.g. `'2GB'`) while a batch is written on the exact path, whose
-   * staging table and envelope comparisons need more than the extract's small cap; the
-   * session's limit is restored after that batch. Default: the session's limit throughout.
+   * DuckDB `memory_limit`s (e.g. `'24MB'`, `'2GB'`): `hotPath` is the one the caller set for
+   * the extract; `exactPath` is set while a batch is written on the exact path, whose staging
+   * table and envelope comparisons need more, and `hotPath` again after that batch. Default:
+   * the session's limit throughout.
    */
-  exactPathMemoryLimit?: string;
+  memoryLimits?: { hotPath: string; exactPath: string };
   runId: string;
   logger?: Logger;
   signal?: AbortSignal;
@@ -62,16 +63,17 @@ export interface ExtractResult {
 }
 
 /**
- * Run `fn` under DuckDB `memory_limit` = `limit`, then restore the session's limit (also when
- * `fn` throws; restoring is best effort, so that it cannot hide `fn`'s own error).
+ * Run `fn` under DuckDB `memory_limit` = `during`, then set `after` (also when `fn` throws;
+ * best effort, so that it cannot hide `fn`'s own error). `after` is given, not read back: the
+ * setting reads back rounded (`24MB` → `22.8 MiB`), and setting that again drifts.
  */
-async function withMemoryLimit<T>(wh: Warehouse, limit: string, fn: () => Promise<T>): Promise<T> {
-  const prior = await wh.one<{ v: string }>(`select current_setting('memory_limit') as v`);
-  await wh.run(`set memory_limit = '${limit.replaceAll("'", "''")}'`);
+async function withMemoryLimit<T>(wh: Warehouse, during: string, after: string, fn: () => Promise<T>): Promise<T> {
+  const quote = (v: string) => `'${v.replaceAll("'", "''")}'`;
+  await wh.run(`set memory_limit = ${quote(during)}`);
   try {
     return await fn();
   } finally {
-    if (prior) await wh.run(`set memory_limit = '${prior.v.replaceAll("'", "''")}'`).catch(() => undefined);
+    await wh.run(`set memory_limit = ${quote(after)}`).catch(() => undefined);
   }
 }
 
@@ -131,8 +133,9 @@ export async function extractEvents(opts: ExtractOptions): Promise<ExtractResult
     const firstPageNumber = result.pages - pages.length + 1;
     const toWrite = pages.map((p, i) => ({ bodyText: p.bodyText, pageNumber: firstPageNumber + i }));
     const write = async (path: 'direct' | 'exact', upTo = pages.length): Promise<AppendResult> => {
-      if (path === 'exact' && opts.exactPathMemoryLimit !== undefined) {
-        return withMemoryLimit(opts.wh, opts.exactPathMemoryLimit, () => writeIn(path, upTo));
+      const limits = opts.memoryLimits;
+      if (path === 'exact' && limits !== undefined) {
+        return withMemoryLimit(opts.wh, limits.exactPath, limits.hotPath, () => writeIn(path, upTo));
       }
       return writeIn(path, upTo);
     };

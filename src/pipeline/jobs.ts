@@ -28,12 +28,14 @@ import { resolve } from 'node:path';
 /**
  * DuckDB `memory_limit` while the extract stage runs; the job's `--memory-limit` is restored
  * right after it. With 16k-row groups (see `ROW_GROUP_SIZE`) the hot path's buffers stay
- * under 20 MB. Bench at 1M events (one session, same machine): 64MB → 8.3–8.9 s and 380–400
- * MiB peak RSS, 32MB → 8.1–8.6 s and 340–350 MiB. A batch written on the exact path (repeated
- * ids: a staging table and envelope comparisons, measured to need more than 32 MB for 25
- * pages of 1,000 events) runs under the job's own limit (see `exactPathMemoryLimit`).
+ * under 20 MB. Peak RSS of the extract (bench, the bin's V8 flags):
+ * 32MB → 245 MiB at 1M events and 260–263 MiB at 5M; 24MB → 249–255 MiB at 5M; 16MB → 239
+ * MiB at 5M but about 1 s slower per million events. 64MB → 380–400 MiB at 1M (without the
+ * V8 flags). A batch written on the exact path (repeated ids: a staging table and envelope
+ * comparisons, measured to run out of memory under 32 MB for 25 pages of 1,000 events) runs
+ * under the job's own limit (see `ExtractOptions.memoryLimits`).
  */
-export const EXTRACT_MEMORY_LIMIT = '32MB';
+export const EXTRACT_MEMORY_LIMIT = '24MB';
 
 /**
  * V8's old-generation growing factor while the extract runs, as `--heap-growing-percent`
@@ -42,8 +44,9 @@ export const EXTRACT_MEMORY_LIMIT = '32MB';
  * grow to about four times the live data (30–50 MB) before a full collection. A soft
  * setting, not a cap: the heap still grows when the live data does, so it cannot fail with
  * an out-of-memory error the way `--max-old-space-size` can. Bench at 1M events with the
- * bin's `--max-semi-space-size=4` (src/cli.ts): 340–350 → 245–255 MiB peak RSS, about 1 s
- * more. Set at run time: V8 reads it at every full collection.
+ * bin's `--max-semi-space-size=4` (src/cli.ts), 32MB cap: 340–350 → 245–255 MiB peak RSS,
+ * about 1 s more per million events (the young generation's scavenges cost most of it).
+ * Set at run time: V8 reads it at every full collection.
  */
 export const EXTRACT_V8_HEAP_GROWING_PERCENT = 20;
 
@@ -171,7 +174,7 @@ export async function runJob(command: string, stages: readonly Stage[], ctx: Job
             eventTypes: config.eventType,
             ...(config.pageSize !== undefined ? { pageSize: config.pageSize } : {}),
             batchPages: config.batchPages,
-            exactPathMemoryLimit: config.memoryLimit,
+            memoryLimits: { hotPath: EXTRACT_MEMORY_LIMIT, exactPath: config.memoryLimit },
             runId,
             logger,
             ...signalOpt,
