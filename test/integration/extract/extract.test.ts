@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { join } from 'node:path';
 import type { MockApi } from '../../../src/simulator/index.js';
 import { expectedEvents } from '../../../src/simulator/index.js';
-import { EXTRACT_MEMORY_LIMIT, runJob } from '../../../src/pipeline/jobs.js';
+import { EXTRACT_CHECKPOINT_THRESHOLD, EXTRACT_MEMORY_LIMIT, runJob } from '../../../src/pipeline/jobs.js';
 import { extractEvents } from '../../../src/extract/extractEvents.js';
 import type { EventsClient } from '../../../src/upstream/events.js';
 import { Warehouse } from '../../../src/warehouse/Warehouse.js';
@@ -106,19 +106,22 @@ describe('extract under its small DuckDB cap (EXTRACT_MEMORY_LIMIT)', () => {
     tmp.cleanup();
   });
 
-  /** A client serving `pages` pages of 1,000 events of about 700 bytes; page p + 25 re-sends page p. */
-  function resendingClient(base: string, pages: number): EventsClient {
+  /**
+   * A client serving `pages` pages of 1,000 events of about 200 + `noteBytes` bytes; with
+   * `resend`, page p + 25 re-sends page p.
+   */
+  function resendingClient(base: string, pages: number, resend = true, noteBytes = 500): EventsClient {
     const event = (n: number) => ({
       id: `evt-${n}`,
       eventType: 'v1.patient.statusChanged',
       publishedTime: '2026-01-05T08:00:00.123Z',
-      message: { trialId: 'T-1', referralSubjectId: `RS-${n % 5000}`, patientStatus: 'preScreening', note: 'x'.repeat(500) },
+      message: { trialId: 'T-1', referralSubjectId: `RS-${n % 5000}`, patientStatus: 'preScreening', note: 'x'.repeat(noteBytes) },
     });
     return {
       origin: new URL(base).origin,
       async fetchPage(url: string) {
         const p = Number(new URL(url).searchParams.get('p') ?? '0');
-        const first = (p % 25) * 1000;
+        const first = (resend ? p % 25 : p) * 1000;
         const events = Array.from({ length: 1000 }, (_, i) => event(first + i));
         const more = p + 1 < pages;
         const nextPage = `${base}/events?p=${more ? p + 1 : p}`;
@@ -145,7 +148,7 @@ describe('extract under its small DuckDB cap (EXTRACT_MEMORY_LIMIT)', () => {
         trialIds: ['T-1'],
         eventTypes: ['v1.patient.statusChanged'],
         batchPages: 25,
-        memoryLimits: { hotPath: EXTRACT_MEMORY_LIMIT, exactPath: '2GB' },
+        memoryLimits: { streaming: EXTRACT_MEMORY_LIMIT, fallback: '2GB' },
         runId: 'run-1',
       });
       expect([r.eventsLoaded, r.duplicatesSkipped, r.streamEventCount]).toEqual([25_000, 25_000, 25_000]);
@@ -153,6 +156,32 @@ describe('extract under its small DuckDB cap (EXTRACT_MEMORY_LIMIT)', () => {
       expect((await wh.one<{ v: string }>(`select current_setting('memory_limit') as v`))!.v).toBe(cap);
       const row = await wh.one<{ n: bigint; ids: bigint }>('select count(*) as n, count(distinct event_id) as ids from raw.events');
       expect([Number(row!.n), Number(row!.ids)]).toEqual([25_000, 25_000]);
+    } finally {
+      await wh.close();
+    }
+  });
+
+  it('writes a batch smaller than a row group under the job limit: 12 pages of 1,000 events of 4 KB', async () => {
+    // Such a batch goes through the WAL and stays in memory until a checkpoint: 48 MB here,
+    // twice the cap.
+    const wh = await Warehouse.open(join(tmp.dir, 'small.duckdb'));
+    try {
+      await wh.migrate();
+      await wh.run(`set memory_limit = '${EXTRACT_MEMORY_LIMIT}'`);
+      await wh.run(`set checkpoint_threshold = '${EXTRACT_CHECKPOINT_THRESHOLD}'`);
+      const base = 'http://upstream.test';
+      const r = await extractEvents({
+        wh,
+        client: resendingClient(base, 36, false, 4000),
+        baseUrl: base,
+        environment: 'test',
+        trialIds: ['T-1'],
+        eventTypes: ['v1.patient.statusChanged'],
+        batchPages: 12,
+        memoryLimits: { streaming: EXTRACT_MEMORY_LIMIT, fallback: '2GB' },
+        runId: 'run-1',
+      });
+      expect([r.eventsLoaded, r.streamEventCount, r.batches]).toEqual([36_000, 36_000, 3]);
     } finally {
       await wh.close();
     }
