@@ -46,7 +46,7 @@ export function eventOptions<T>(y: Argv<T>) {
     .option('trial-id', { type: 'string', array: true, describe: 'trial id, repeatable or comma-separated (required)' })
     .option('event-type', { type: 'string', array: true, describe: `event type, repeatable or comma-separated (default: ${DEFAULT_EVENT_TYPES.join(', ')})` })
     .option('page-size', { type: 'number', describe: "events per page (limit) on a new stream's first request; default: the server's" })
-    .option('batch-pages', { type: 'number', describe: 'pages per commit (events and cursor commit together)', default: 25 })
+    .option('batch-pages', { type: 'number', describe: 'pages per commit, at least (events and cursor commit together; up to twice as many, so that row groups come out more than half full)', default: 25 })
     .option('max-retry-after', { type: 'number', describe: 'longest Retry-After honoured, seconds; longer fails with exit 4', default: 120 })
     .option('deadline', { type: 'number', describe: 'deadline for all upstream calls of the run, seconds' });
 }

@@ -69,7 +69,7 @@ export const ConfigSchema = z.object({
   exportDir: z.string().min(1).default('data/exports').describe('Parquet export folder'),
   environment: z.string().min(1).default('production').describe('environment label (staging, production)'),
   /** Pages per transaction; the cursor always commits with its events. */
-  batchPages: z.number().int().positive().default(25).describe('pages per commit'),
+  batchPages: z.number().int().positive().default(25).describe('pages per commit, at least (up to twice as many; see batchComplete)'),
   /** DuckDB memory_limit. */
   memoryLimit: z.string().min(1).default('2GB').describe('DuckDB memory_limit'),
   /** Longest Retry-After the job waits for, in seconds; a longer one fails the run with exit 4. */
