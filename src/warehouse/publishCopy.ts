@@ -8,7 +8,7 @@
  *
  * @module
  */
-import { chmodSync, copyFileSync, readdirSync, renameSync, rmSync } from 'node:fs';
+import { chmodSync, copyFileSync, lstatSync, readdirSync, renameSync, rmSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { WarehouseError } from '../errors.js';
 import type { Warehouse } from './Warehouse.js';
@@ -37,9 +37,12 @@ export async function publishReadOnlyCopy(wh: Warehouse, runId: string): Promise
   const t1 = performance.now();
   const target = publishedCopyPath(wh.path);
   const tmp = `${target}.${runId}.tmp`;
-  // A run killed mid-copy leaves its temporary file behind: remove it.
+  // A run killed mid-copy leaves its temporary file behind: remove it. Files only: the
+  // folder `<copy>.tmp` is DuckDB's spill folder of whoever reads the copy.
   for (const f of readdirSync(dirname(target))) {
-    if (f.startsWith(`${basename(target)}.`) && f.endsWith('.tmp')) rmSync(join(dirname(target), f), { force: true });
+    if (!f.startsWith(`${basename(target)}.`) || !f.endsWith('.tmp')) continue;
+    const leftover = join(dirname(target), f);
+    if (lstatSync(leftover, { throwIfNoEntry: false })?.isFile()) rmSync(leftover, { force: true });
   }
   try {
     copyFileSync(wh.path, tmp);

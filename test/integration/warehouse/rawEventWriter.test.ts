@@ -4,6 +4,7 @@ import { existsSync, mkdirSync, statSync, writeFileSync } from 'node:fs';
 import { ROW_GROUP_SIZE, Warehouse } from '../../../src/warehouse/Warehouse.js';
 import { RawEventWriter, RepeatedEventIdsError } from '../../../src/warehouse/RawEventWriter.js';
 import { StreamStore } from '../../../src/warehouse/StreamStore.js';
+import { publishedCopyPath, publishReadOnlyCopy } from '../../../src/warehouse/publishCopy.js';
 import { UpstreamContractError } from '../../../src/errors.js';
 import { tempDir } from '../../helpers/tmp.js';
 
@@ -228,5 +229,18 @@ describe('RawEventWriter', () => {
     const rw = await Warehouse.open(file);
     expect(existsSync(stale)).toBe(false);
     await rw.close();
+  });
+
+  it("publishing the copy removes a killed run's temporary copy and leaves the readers' spill folder (<copy>.tmp) alone", async () => {
+    const copy = publishedCopyPath(wh.path);
+    const spill = `${copy}.tmp`;
+    mkdirSync(spill);
+    writeFileSync(join(spill, 'duckdb_temp_storage_S32K-0.tmp'), 'x');
+    const killed = `${copy}.run-killed.tmp`;
+    writeFileSync(killed, 'partial copy');
+    expect(await publishReadOnlyCopy(wh, 'run-2')).toBe(copy);
+    expect(existsSync(killed)).toBe(false);
+    expect(existsSync(join(spill, 'duckdb_temp_storage_S32K-0.tmp'))).toBe(true);
+    expect(existsSync(copy)).toBe(true);
   });
 });
