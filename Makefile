@@ -26,7 +26,6 @@ install: node_modules/.installed
 dist/.built: node_modules/.installed $(SOURCES)
 	rm -rf dist
 	npm run --silent build
-	chmod +x dist/cli.js
 	@touch $@
 
 build: dist/.built

@@ -31,8 +31,9 @@ export interface ExtractOptions {
   /** `limit` sent on the first request only (later pages follow `nextPage` verbatim). */
   pageSize?: number;
   /**
-   * Pages per transaction (default 25), at least; see {@link batchComplete} for when a batch
-   * takes more, up to twice as many. The cursor always commits with its events.
+   * Pages per transaction (default 25); see {@link batchComplete} for when a batch takes more,
+   * up to twice as many. The last batch of a run, or the pages kept after a failure, may be
+   * fewer. The cursor always commits with its events.
    */
   batchPages?: number;
   /**
@@ -69,21 +70,27 @@ export interface ExtractResult {
 }
 
 /**
- * Whether a batch of `pages` pages holding `rows` events ends here: once it has `batchPages`
- * pages, at the first page where its last row group comes out more than half full (or
- * empty), and at `2 × batchPages` pages in any case.
+ * Whether a batch ends here: once it has `batchPages` pages, at the first page where its last
+ * row group comes out more than half full (or empty), and at `2 × batchPages` pages in any
+ * case. Pages of half a row group or more end it at `batchPages`: one more page would not
+ * fix the remainder, and each page held costs memory.
  *
  * Why: DuckDB writes a batch of at least a row group ({@link ROW_GROUP_SIZE} rows) to the file
  * as it goes, its remainder as a row group of its own. At a checkpoint DuckDB merges three
  * neighbouring row groups that fit in two, so remainders of at most half a row group get
  * merged and rewritten: measured at 1M events, 20 pages of 1,000 per batch (remainders of
- * 3,616 rows) took 1.6 GB and 2 s at the final checkpoint, against under 256 MB for 25 pages
+ * 3,616 rows) took 1.6 GB and 2 s at the final checkpoint, against under 256 MiB for 25 pages
  * (remainders of 8,616). A batch under one row group goes through the WAL into whole row
  * groups and ends at `batchPages`.
+ *
+ * @param pages pages in the batch so far
+ * @param rows events in those pages
+ * @param batchPages `--batch-pages`
+ * @returns true when the batch should be committed now
  */
 export function batchComplete(pages: number, rows: number, batchPages: number): boolean {
   if (pages < batchPages) return false;
-  if (pages >= 2 * batchPages) return true;
+  if (pages >= 2 * batchPages || rows / pages >= ROW_GROUP_SIZE / 2) return true;
   const remainder = rows % ROW_GROUP_SIZE;
   return rows < ROW_GROUP_SIZE || remainder === 0 || remainder > ROW_GROUP_SIZE / 2;
 }
@@ -93,13 +100,15 @@ export function batchComplete(pages: number, rows: number, batchPages: number): 
  * best effort, so that it cannot hide `fn`'s own error). `after` is given, not read back: the
  * setting reads back rounded (`24MB` → `22.8 MiB`), and setting that again drifts.
  */
-async function withMemoryLimit<T>(wh: Warehouse, during: string, after: string, fn: () => Promise<T>): Promise<T> {
+async function withMemoryLimit<T>(wh: Warehouse, during: string, after: string, fn: () => Promise<T>, logger: Logger): Promise<T> {
   const quote = (v: string) => `'${v.replaceAll("'", "''")}'`;
   await wh.run(`set memory_limit = ${quote(during)}`);
   try {
     return await fn();
   } finally {
-    await wh.run(`set memory_limit = ${quote(after)}`).catch(() => undefined);
+    await wh.run(`set memory_limit = ${quote(after)}`).catch((err: unknown) => {
+      logger.warn({ err: { message: (err as Error).message }, memoryLimit: during }, 'could not lower the memory limit again after a batch');
+    });
   }
 }
 
@@ -158,13 +167,14 @@ export async function extractEvents(opts: ExtractOptions): Promise<ExtractResult
     if (pending.length === 0) return;
     const pages = pending;
     pending = [];
+    pendingRows = 0;
     const firstPageNumber = result.pages - pages.length + 1;
     const toWrite = pages.map((p, i) => ({ bodyText: p.bodyText, pageNumber: firstPageNumber + i }));
     const write = async (path: 'direct' | 'exact', upTo = pages.length): Promise<AppendResult> => {
       const limits = opts.memoryLimits;
       const rows = pages.slice(0, upTo).reduce((n, p) => n + p.events, 0);
       if (limits !== undefined && (path === 'exact' || rows < ROW_GROUP_SIZE)) {
-        return withMemoryLimit(opts.wh, limits.fallback, limits.streaming, () => writeIn(path, upTo));
+        return withMemoryLimit(opts.wh, limits.fallback, limits.streaming, () => writeIn(path, upTo), logger);
       }
       return writeIn(path, upTo);
     };
@@ -249,10 +259,7 @@ export async function extractEvents(opts: ExtractOptions): Promise<ExtractResult
       result.pages += 1;
       result.bytes += page.bytes;
       pendingRows += page.events.length;
-      if (!page.hasNextPage || batchComplete(pending.length, pendingRows, batchPages)) {
-        pendingRows = 0;
-        await startCommit();
-      }
+      if (!page.hasNextPage || batchComplete(pending.length, pendingRows, batchPages)) await startCommit();
       if (opts.signal?.aborted || writeFailed) break; // a failed write surfaces below at once
     }
     await startCommit();

@@ -162,10 +162,6 @@ export async function runJob(command: string, stages: readonly Stage[], ctx: Job
         // Dictionary compression is off while raw.events is written: its event ids and JSON
         // texts are all distinct, so it never wins, and its analysis at each checkpoint was
         // the extract's peak of memory (bench at 1M: 390 → 294 MiB, the file no larger).
-        await wh.run(`set memory_limit = '${EXTRACT_MEMORY_LIMIT}'`);
-        await wh.run(`set disabled_compression_methods = '${EXTRACT_DISABLED_COMPRESSION}'`);
-        await wh.run(`set checkpoint_threshold = '${EXTRACT_CHECKPOINT_THRESHOLD}'`);
-        setFlagsFromString(`--heap-growing-percent=${EXTRACT_V8_HEAP_GROWING_PERCENT}`);
         const tokens = new TokenProvider({
           credentials: {
             authUrl: config.authUrl!,
@@ -178,6 +174,11 @@ export async function runJob(command: string, stages: readonly Stage[], ctx: Job
         });
         const client = new EventsClient({ baseUrl: config.baseUrl!, http: http!, tokens, logger });
         try {
+          // Inside the try: whatever fails from here, the job's settings come back.
+          await wh.run(`set memory_limit = '${EXTRACT_MEMORY_LIMIT}'`);
+          await wh.run(`set disabled_compression_methods = '${EXTRACT_DISABLED_COMPRESSION}'`);
+          await wh.run(`set checkpoint_threshold = '${EXTRACT_CHECKPOINT_THRESHOLD}'`);
+          setFlagsFromString(`--heap-growing-percent=${EXTRACT_V8_HEAP_GROWING_PERCENT}`);
           result.extract = await extractEvents({
             wh,
             client,

@@ -151,8 +151,9 @@ export class RawEventWriter {
         const texts = otherPublishedTimes(cols);
         if (texts.size > 0) {
           // A query on the connection: with no appender open on it.
-          appender?.closeSync();
+          const open = appender;
           appender = undefined;
+          open?.closeSync();
           otherTimes = await this.castPublishedTimes(texts);
         }
         appender ??= await this.wh.connection().createAppender('events', 'raw');
@@ -184,8 +185,18 @@ export class RawEventWriter {
         }
         appender.flushSync();
       }
-    } finally {
-      appender?.closeSync();
+      const last = appender;
+      appender = undefined;
+      last?.closeSync();
+    } catch (err) {
+      // Close quietly: the caller rolls back, and the first error decides (a PageContractError
+      // keeps the pages before its page; spec §2.4).
+      try {
+        appender?.closeSync();
+      } catch {
+        // the transaction is rolled back anyway
+      }
+      throw err;
     }
     failpoint('extract.mid-append');
     await this.wh.run(

@@ -1,11 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
+import { spawnSync } from 'node:child_process';
 import type { MockApi } from '../../src/simulator/index.js';
 import { expectedEvents } from '../../src/simulator/index.js';
 import { DEFAULT_EVENT_TYPES } from '../../src/config/config.js';
 import { Warehouse } from '../../src/warehouse/Warehouse.js';
-import { logLines, runCli } from '../helpers/cli.js';
+import { CLI, logLines, runCli } from '../helpers/cli.js';
 import { envFor, startSim } from '../helpers/sim.js';
 import { tempDir } from '../helpers/tmp.js';
 
@@ -100,6 +101,13 @@ describe('recruit-etl as a process', () => {
     for (const v of ['RECRUIT_ETL_BASE_URL', 'RECRUIT_ETL_AUTH_URL', 'RECRUIT_ETL_CLIENT_ID', 'RECRUIT_ETL_CLIENT_SECRET', 'RECRUIT_ETL_AUDIENCE', 'RECRUIT_ETL_TRIAL_ID']) {
       expect(lines[0]).toContain(v);
     }
+  });
+
+  it("the bin runs through its shebang, with the young-generation cap the extract's memory relies on", () => {
+    expect(readFileSync(CLI, 'utf8').split('\n')[0]).toBe('#!/usr/bin/env -S node --max-semi-space-size=4');
+    const r = spawnSync(CLI, ['--help'], { encoding: 'utf8' });
+    expect(r.status).toBe(0);
+    expect(r.stdout).toContain('recruit-etl <command> [options]');
   });
 
   it('an unknown flag or command is exit 2', async () => {
