@@ -46,6 +46,15 @@ export interface ExtractOptions {
    * memory under 24 MB). Default: the session's limit throughout.
    */
   memoryLimits?: { streaming: string; fallback: string };
+  /**
+   * DuckDB `checkpoint_threshold`s: `smallBatch` while a batch smaller than a row group is
+   * committed, so that the WAL data DuckDB holds in memory for such batches is folded into the
+   * file often; `streaming` (the session's) again after it. Not for every batch: a 16 MB
+   * threshold throughout cost 1.5 s per million events in 25-page batches (measured: 9.85
+   * against 8.31 s). Measured with 12-page batches at 1M events: 584 MiB peak RSS without,
+   * 244 MiB with 16 MB. Default: the session's threshold throughout.
+   */
+  checkpointThresholds?: { streaming: string; smallBatch: string };
   runId: string;
   logger?: Logger;
   signal?: AbortSignal;
@@ -96,19 +105,28 @@ export function batchComplete(pages: number, rows: number, batchPages: number): 
 }
 
 /**
- * Run `fn` under DuckDB `memory_limit` = `during`, then set `after` (also when `fn` throws;
- * best effort, so that it cannot hide `fn`'s own error). `after` is given, not read back: the
- * setting reads back rounded (`24MB` → `22.8 MiB`), and setting that again drifts.
+ * Run `fn` under the DuckDB settings `during` (name → value), then set `after` (also when
+ * `fn` throws; best effort and logged, so that it cannot hide `fn`'s own error). `after` is
+ * given, not read back: `memory_limit` reads back rounded (`24MB` → `22.8 MiB`), and setting
+ * that again drifts. With no settings, just `fn`.
  */
-async function withMemoryLimit<T>(wh: Warehouse, during: string, after: string, fn: () => Promise<T>, logger: Logger): Promise<T> {
+async function withSettings<T>(
+  wh: Warehouse,
+  during: Readonly<Record<string, string>>,
+  after: Readonly<Record<string, string>>,
+  fn: () => Promise<T>,
+  logger: Logger,
+): Promise<T> {
   const quote = (v: string) => `'${v.replaceAll("'", "''")}'`;
-  await wh.run(`set memory_limit = ${quote(during)}`);
+  for (const [name, value] of Object.entries(during)) await wh.run(`set ${name} = ${quote(value)}`);
   try {
     return await fn();
   } finally {
-    await wh.run(`set memory_limit = ${quote(after)}`).catch((err: unknown) => {
-      logger.warn({ err: { message: (err as Error).message }, memoryLimit: during }, 'could not lower the memory limit again after a batch');
-    });
+    for (const [name, value] of Object.entries(after)) {
+      await wh.run(`set ${name} = ${quote(value)}`).catch((err: unknown) => {
+        logger.warn({ err: { message: (err as Error).message }, setting: name }, 'could not restore a DuckDB setting after a batch');
+      });
+    }
   }
 }
 
@@ -171,12 +189,18 @@ export async function extractEvents(opts: ExtractOptions): Promise<ExtractResult
     const firstPageNumber = result.pages - pages.length + 1;
     const toWrite = pages.map((p, i) => ({ bodyText: p.bodyText, pageNumber: firstPageNumber + i }));
     const write = async (path: 'direct' | 'exact', upTo = pages.length): Promise<AppendResult> => {
-      const limits = opts.memoryLimits;
-      const rows = pages.slice(0, upTo).reduce((n, p) => n + p.events, 0);
-      if (limits !== undefined && (path === 'exact' || rows < ROW_GROUP_SIZE)) {
-        return withMemoryLimit(opts.wh, limits.fallback, limits.streaming, () => writeIn(path, upTo), logger);
+      const small = pages.slice(0, upTo).reduce((n, p) => n + p.events, 0) < ROW_GROUP_SIZE;
+      const during: Record<string, string> = {};
+      const after: Record<string, string> = {};
+      if (opts.memoryLimits && (path === 'exact' || small)) {
+        during['memory_limit'] = opts.memoryLimits.fallback;
+        after['memory_limit'] = opts.memoryLimits.streaming;
       }
-      return writeIn(path, upTo);
+      if (opts.checkpointThresholds && small) {
+        during['checkpoint_threshold'] = opts.checkpointThresholds.smallBatch;
+        after['checkpoint_threshold'] = opts.checkpointThresholds.streaming;
+      }
+      return withSettings(opts.wh, during, after, () => writeIn(path, upTo), logger);
     };
     const writeIn = (path: 'direct' | 'exact', upTo: number) =>
       opts.wh.transaction(async () => {

@@ -52,14 +52,11 @@ export const EXTRACT_MEMORY_LIMIT = '24MB';
 export const EXTRACT_V8_HEAP_GROWING_PERCENT = 20;
 
 /**
- * DuckDB `checkpoint_threshold` while the extract stage runs. A batch of at least a row group
- * is written to the file as it goes and leaves only block pointers in the WAL, so this rarely
- * fires on the bench's batches; a batch smaller than a row group goes through the WAL and is
- * held in memory until a checkpoint. Measured at 1M events, 12 pages of 1,000 per batch: 584
- * MiB peak RSS at the job's 512 MB, 244 MiB at 16 MB (15.7 s against about 10 s for 25-page
- * batches); 25-page batches: no change in time.
+ * DuckDB `checkpoint_threshold` while the extract commits a batch smaller than a row group:
+ * DuckDB holds such a batch in memory, as WAL data, until a checkpoint (see
+ * `ExtractOptions.checkpointThresholds`). Other batches keep the session's 512 MB.
  */
-export const EXTRACT_CHECKPOINT_THRESHOLD = '16MB';
+export const EXTRACT_SMALL_BATCH_CHECKPOINT_THRESHOLD = '16MB';
 
 /** DuckDB `disabled_compression_methods` while the extract stage runs. */
 export const EXTRACT_DISABLED_COMPRESSION = 'dictionary,dict_fsst';
@@ -153,7 +150,6 @@ export async function runJob(command: string, stages: readonly Stage[], ctx: Job
       const restoreJobSettings = async (): Promise<void> => {
         setFlagsFromString('--heap-growing-percent=0');
         await wh.run('reset disabled_compression_methods').catch(() => undefined);
-        await wh.run(`set checkpoint_threshold = '${CHECKPOINT_THRESHOLD}'`).catch(() => undefined);
         await wh.run(`set memory_limit = '${config.memoryLimit.replaceAll("'", "''")}'`).catch(() => undefined);
       };
       if (stages.includes('extract')) {
@@ -177,7 +173,6 @@ export async function runJob(command: string, stages: readonly Stage[], ctx: Job
           // Inside the try: whatever fails from here, the job's settings come back.
           await wh.run(`set memory_limit = '${EXTRACT_MEMORY_LIMIT}'`);
           await wh.run(`set disabled_compression_methods = '${EXTRACT_DISABLED_COMPRESSION}'`);
-          await wh.run(`set checkpoint_threshold = '${EXTRACT_CHECKPOINT_THRESHOLD}'`);
           setFlagsFromString(`--heap-growing-percent=${EXTRACT_V8_HEAP_GROWING_PERCENT}`);
           result.extract = await extractEvents({
             wh,
@@ -189,6 +184,7 @@ export async function runJob(command: string, stages: readonly Stage[], ctx: Job
             ...(config.pageSize !== undefined ? { pageSize: config.pageSize } : {}),
             batchPages: config.batchPages,
             memoryLimits: { streaming: EXTRACT_MEMORY_LIMIT, fallback: config.memoryLimit },
+            checkpointThresholds: { streaming: CHECKPOINT_THRESHOLD, smallBatch: EXTRACT_SMALL_BATCH_CHECKPOINT_THRESHOLD },
             runId,
             logger,
             ...signalOpt,

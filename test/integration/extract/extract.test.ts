@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { join } from 'node:path';
 import type { MockApi } from '../../../src/simulator/index.js';
 import { expectedEvents } from '../../../src/simulator/index.js';
-import { EXTRACT_CHECKPOINT_THRESHOLD, EXTRACT_MEMORY_LIMIT, runJob } from '../../../src/pipeline/jobs.js';
+import { EXTRACT_MEMORY_LIMIT, runJob } from '../../../src/pipeline/jobs.js';
 import { extractEvents } from '../../../src/extract/extractEvents.js';
 import type { EventsClient } from '../../../src/upstream/events.js';
 import { ROW_GROUP_SIZE, Warehouse } from '../../../src/warehouse/Warehouse.js';
@@ -168,7 +168,6 @@ describe('extract under its small DuckDB cap (EXTRACT_MEMORY_LIMIT)', () => {
     try {
       await wh.migrate();
       await wh.run(`set memory_limit = '${EXTRACT_MEMORY_LIMIT}'`);
-      await wh.run(`set checkpoint_threshold = '${EXTRACT_CHECKPOINT_THRESHOLD}'`);
       const base = 'http://upstream.test';
       const r = await extractEvents({
         wh,
