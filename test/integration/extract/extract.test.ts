@@ -98,6 +98,7 @@ describe('extract against the simulator (ground truth)', () => {
 });
 
 describe('extract under its small DuckDB cap (EXTRACT_MEMORY_LIMIT)', () => {
+  const base = 'http://upstream.test';
   let tmp: ReturnType<typeof tempDir>;
   beforeAll(() => {
     tmp = tempDir();
@@ -105,6 +106,21 @@ describe('extract under its small DuckDB cap (EXTRACT_MEMORY_LIMIT)', () => {
   afterAll(() => {
     tmp.cleanup();
   });
+
+  /** Extract one stream of `client` into `wh` (a test stream on the fake upstream). */
+  function extractFrom(wh: Warehouse, client: EventsClient, batchPages: number, memoryLimits?: { streaming: string; fallback: string }) {
+    return extractEvents({
+      wh,
+      client,
+      baseUrl: base,
+      environment: 'test',
+      trialIds: ['T-1'],
+      eventTypes: ['v1.patient.statusChanged'],
+      batchPages,
+      ...(memoryLimits ? { memoryLimits } : {}),
+      runId: 'run-1',
+    });
+  }
 
   /**
    * A client serving `pages` pages of 1,000 events of about 200 + `noteBytes` bytes; with
@@ -139,18 +155,7 @@ describe('extract under its small DuckDB cap (EXTRACT_MEMORY_LIMIT)', () => {
       await wh.migrate();
       await wh.run(`set memory_limit = '${EXTRACT_MEMORY_LIMIT}'`);
       const cap = (await wh.one<{ v: string }>(`select current_setting('memory_limit') as v`))!.v;
-      const base = 'http://upstream.test';
-      const r = await extractEvents({
-        wh,
-        client: resendingClient(base, 50),
-        baseUrl: base,
-        environment: 'test',
-        trialIds: ['T-1'],
-        eventTypes: ['v1.patient.statusChanged'],
-        batchPages: 25,
-        memoryLimits: { streaming: EXTRACT_MEMORY_LIMIT, fallback: '2GB' },
-        runId: 'run-1',
-      });
+      const r = await extractFrom(wh, resendingClient(base, 50), 25, { streaming: EXTRACT_MEMORY_LIMIT, fallback: '2GB' });
       expect([r.eventsLoaded, r.duplicatesSkipped, r.streamEventCount]).toEqual([25_000, 25_000, 25_000]);
       // Back under the cap after the exact batch.
       expect((await wh.one<{ v: string }>(`select current_setting('memory_limit') as v`))!.v).toBe(cap);
@@ -168,18 +173,7 @@ describe('extract under its small DuckDB cap (EXTRACT_MEMORY_LIMIT)', () => {
     try {
       await wh.migrate();
       await wh.run(`set memory_limit = '${EXTRACT_MEMORY_LIMIT}'`);
-      const base = 'http://upstream.test';
-      const r = await extractEvents({
-        wh,
-        client: resendingClient(base, 36, false, 4000),
-        baseUrl: base,
-        environment: 'test',
-        trialIds: ['T-1'],
-        eventTypes: ['v1.patient.statusChanged'],
-        batchPages: 12,
-        memoryLimits: { streaming: EXTRACT_MEMORY_LIMIT, fallback: '2GB' },
-        runId: 'run-1',
-      });
+      const r = await extractFrom(wh, resendingClient(base, 36, false, 4000), 12, { streaming: EXTRACT_MEMORY_LIMIT, fallback: '2GB' });
       expect([r.eventsLoaded, r.streamEventCount, r.batches]).toEqual([36_000, 36_000, 3]);
     } finally {
       await wh.close();
@@ -192,17 +186,7 @@ describe('extract under its small DuckDB cap (EXTRACT_MEMORY_LIMIT)', () => {
     const wh = await Warehouse.open(join(tmp.dir, 'groups.duckdb'));
     try {
       await wh.migrate();
-      const base = 'http://upstream.test';
-      const r = await extractEvents({
-        wh,
-        client: resendingClient(base, 50, false, 100),
-        baseUrl: base,
-        environment: 'test',
-        trialIds: ['T-1'],
-        eventTypes: ['v1.patient.statusChanged'],
-        batchPages: 20,
-        runId: 'run-1',
-      });
+      const r = await extractFrom(wh, resendingClient(base, 50, false, 100), 20);
       expect([r.eventsLoaded, r.batches]).toEqual([50_000, 2]); // 25 + 25 pages, not 20 + 20 + 10
       await wh.checkpoint();
       const groups = await wh.all<{ n: bigint }>(
