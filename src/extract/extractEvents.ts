@@ -176,8 +176,6 @@ export async function extractEvents(opts: ExtractOptions): Promise<ExtractResult
   // Only the body and cursor of a fetched page are kept until its commit; the parsed events
   // are left to the garbage collector (memory stays flat however long the stream).
   let pending: { bodyText: string; events: number; nextPage: string; hasNextPage: boolean }[] = [];
-  /** Events in `pending`. */
-  let pendingRows = 0;
   /** The last batch held repeated ids: write the next one on the exact path directly. */
   let preferExact = false;
 
@@ -185,7 +183,6 @@ export async function extractEvents(opts: ExtractOptions): Promise<ExtractResult
     if (pending.length === 0) return;
     const pages = pending;
     pending = [];
-    pendingRows = 0;
     const firstPageNumber = result.pages - pages.length + 1;
     const toWrite = pages.map((p, i) => ({ bodyText: p.bodyText, pageNumber: firstPageNumber + i }));
     const write = async (path: 'direct' | 'exact', upTo = pages.length): Promise<AppendResult> => {
@@ -282,8 +279,8 @@ export async function extractEvents(opts: ExtractOptions): Promise<ExtractResult
       pending.push({ bodyText: page.bodyText, events: page.events.length, nextPage: page.nextPage, hasNextPage: page.hasNextPage });
       result.pages += 1;
       result.bytes += page.bytes;
-      pendingRows += page.events.length;
-      if (!page.hasNextPage || batchComplete(pending.length, pendingRows, batchPages)) await startCommit();
+      const rows = pending.reduce((n, p) => n + p.events, 0);
+      if (!page.hasNextPage || batchComplete(pending.length, rows, batchPages)) await startCommit();
       if (opts.signal?.aborted || writeFailed) break; // a failed write surfaces below at once
     }
     await startCommit();
