@@ -13,7 +13,7 @@
 import { InterruptedError } from '../errors.js';
 import { type Logger, silentLogger } from '../log/logger.js';
 import { type EventsClient, firstPageUrl, pageStream } from '../upstream/events.js';
-import { ROW_GROUP_SIZE, type Warehouse } from '../warehouse/Warehouse.js';
+import { ROW_GROUP_SIZE, sqlString, type Warehouse } from '../warehouse/Warehouse.js';
 import { type AppendResult, PageContractError, RawEventWriter, RepeatedEventIdsError } from '../warehouse/RawEventWriter.js';
 import { StreamStore } from '../warehouse/StreamStore.js';
 import { defineStream } from './streamDefinition.js';
@@ -117,13 +117,12 @@ async function withSettings<T>(
   fn: () => Promise<T>,
   logger: Logger,
 ): Promise<T> {
-  const quote = (v: string) => `'${v.replaceAll("'", "''")}'`;
-  for (const [name, value] of Object.entries(during)) await wh.run(`set ${name} = ${quote(value)}`);
+  for (const [name, value] of Object.entries(during)) await wh.run(`set ${name} = ${sqlString(value)}`);
   try {
     return await fn();
   } finally {
     for (const [name, value] of Object.entries(after)) {
-      await wh.run(`set ${name} = ${quote(value)}`).catch((err: unknown) => {
+      await wh.run(`set ${name} = ${sqlString(value)}`).catch((err: unknown) => {
         logger.warn({ err: { message: (err as Error).message }, setting: name }, 'could not restore a DuckDB setting after a batch');
       });
     }

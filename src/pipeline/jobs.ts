@@ -17,7 +17,7 @@ import { TokenProvider } from '../upstream/auth.js';
 import { EventsClient } from '../upstream/events.js';
 import { SitesClient } from '../upstream/sites.js';
 import { newRunId, RunLog, type RunCounts } from '../warehouse/RunLog.js';
-import { CHECKPOINT_THRESHOLD, Warehouse } from '../warehouse/Warehouse.js';
+import { CHECKPOINT_THRESHOLD, sqlString, Warehouse } from '../warehouse/Warehouse.js';
 import { readStatus, type WarehouseStatus } from '../warehouse/readStatus.js';
 import { publishedCopyPath, publishReadOnlyCopy } from '../warehouse/publishCopy.js';
 import { failpoint } from '../failpoints.js';
@@ -150,7 +150,7 @@ export async function runJob(command: string, stages: readonly Stage[], ctx: Job
       const restoreJobSettings = async (): Promise<void> => {
         setFlagsFromString('--heap-growing-percent=0');
         await wh.run('reset disabled_compression_methods').catch(() => undefined);
-        await wh.run(`set memory_limit = '${config.memoryLimit.replaceAll("'", "''")}'`).catch(() => undefined);
+        await wh.run(`set memory_limit = ${sqlString(config.memoryLimit)}`).catch(() => undefined);
       };
       if (stages.includes('extract')) {
         // The writer streams batches and needs little of DuckDB's memory; a small cap keeps

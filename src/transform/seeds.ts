@@ -12,6 +12,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { TransformError } from '../errors.js';
 import { quoteIdent } from './compileModel.js';
+import { sqlString } from '../warehouse/Warehouse.js';
 
 /** One seed: a CSV file and the DuckDB type of each of its columns, in file order. */
 export interface SeedSpec {
@@ -94,14 +95,10 @@ export function loadSeedSpecs(dir: string): SeedSpec[] {
 
 /** The `CREATE OR REPLACE TABLE` statement that loads one seed into `schema`. */
 export function seedSql(spec: SeedSpec, schema = 'main'): string {
-  const cols = spec.columns.map((c) => `${sqlLiteral(c.name)}: ${sqlLiteral(c.type)}`).join(', ');
+  const cols = spec.columns.map((c) => `${sqlString(c.name)}: ${sqlString(c.type)}`).join(', ');
   return (
     `create or replace table ${quoteIdent(schema)}.${quoteIdent(spec.name)} as ` +
-    `select * from read_csv(${sqlLiteral(spec.path)}, header = true, auto_detect = false, ` +
+    `select * from read_csv(${sqlString(spec.path)}, header = true, auto_detect = false, ` +
     `delim = ',', quote = '"', escape = '"', columns = {${cols}})`
   );
-}
-
-function sqlLiteral(value: string): string {
-  return `'${value.replaceAll("'", "''")}'`;
 }

@@ -119,30 +119,20 @@ describe('re-delivered ids', () => {
     expect(out.message).toMatch(/different payload/);
   });
 
-  it('another payload inside a multi-page batch: exit 6, nothing of that page; the pages before it, in its batch too, are kept', async () => {
-    // Batches of 3 pages: batch 1 = pages 1-3 (committed), batch 2 = pages 4-6 with the bad page 5.
-    api.faults.add({ endpoint: 'events', kind: 'sameIdOtherPayload', after: 4 });
+  // Batches of 3 pages: batch 1 = pages 1-3 (committed), batch 2 = pages 4-6 with the bad page 5.
+  // Batches of 4 pages: pages 1-4, then 5-8 with the bad page 7: pages 1-6 stay.
+  it.each([
+    { title: 'another payload inside a multi-page batch: exit 6, nothing of that page; the pages before it, in its batch too, are kept', kind: 'sameIdOtherPayload', batchPages: 3, badPage: 5 },
+    { title: 'an event without an id in the middle of a batch: exit 6, the pages before it in its batch are kept', kind: 'eventWithoutId', batchPages: 4, badPage: 7 },
+  ] as const)('$title', async ({ kind, batchPages, badPage }) => {
+    api.faults.add({ endpoint: 'events', kind, after: badPage - 1 });
     const db = freshDb();
-    const out = await extractOnce(api, db, { pageSize: PAGE, batchPages: 3 });
+    const out = await extractOnce(api, db, { pageSize: PAGE, batchPages });
     expect(out.exitCode, out.message).toBe(6);
-    expect(out.message).toContain('page 5');
-    expectPrefix(await readDb(db), expected, 4 * PAGE, api.truth.events);
+    expect(out.message).toContain(`page ${badPage}`);
+    expectPrefix(await readDb(db), expected, (badPage - 1) * PAGE, api.truth.events);
     api.faults.clear();
-    const again = await extractOnce(api, db, { pageSize: PAGE, batchPages: 3 });
-    expect(again.exitCode, again.message).toBe(0);
-    expectExactly(await readDb(db), expected, api.truth.events);
-  });
-
-  it('an event without an id in the middle of a batch: exit 6, the pages before it in its batch are kept', async () => {
-    // Batches of 4 pages: pages 1-4, then 5-8 with the bad page 7: pages 1-6 stay.
-    api.faults.add({ endpoint: 'events', kind: 'eventWithoutId', after: 6 });
-    const db = freshDb();
-    const out = await extractOnce(api, db, { pageSize: PAGE, batchPages: 4 });
-    expect(out.exitCode, out.message).toBe(6);
-    expect(out.message).toContain('page 7');
-    expectPrefix(await readDb(db), expected, 6 * PAGE, api.truth.events);
-    api.faults.clear();
-    const again = await extractOnce(api, db, { pageSize: PAGE, batchPages: 4 });
+    const again = await extractOnce(api, db, { pageSize: PAGE, batchPages });
     expect(again.exitCode, again.message).toBe(0);
     expectExactly(await readDb(db), expected, api.truth.events);
   });

@@ -107,6 +107,18 @@ describe('extract under its small DuckDB cap (EXTRACT_MEMORY_LIMIT)', () => {
     tmp.cleanup();
   });
 
+  /** `fn` on a fresh, migrated warehouse `name` in the temp folder, optionally under the extract's cap; closed after. */
+  async function onWarehouse(name: string, capped: boolean, fn: (wh: Warehouse) => Promise<void>): Promise<void> {
+    const wh = await Warehouse.open(join(tmp.dir, name));
+    try {
+      await wh.migrate();
+      if (capped) await wh.run(`set memory_limit = '${EXTRACT_MEMORY_LIMIT}'`);
+      await fn(wh);
+    } finally {
+      await wh.close();
+    }
+  }
+
   /** Extract one stream of `client` into `wh` (a test stream on the fake upstream). */
   function extractFrom(wh: Warehouse, client: EventsClient, batchPages: number, memoryLimits?: { streaming: string; fallback: string }) {
     return extractEvents({
@@ -150,10 +162,7 @@ describe('extract under its small DuckDB cap (EXTRACT_MEMORY_LIMIT)', () => {
   it("writes a batch of 25,000 re-sent events on the exact path, under the job's own limit", async () => {
     // Measured: the exact path's staging table and envelope comparisons of a batch of 25
     // re-sent pages run out of memory under a 32 MB cap.
-    const wh = await Warehouse.open(join(tmp.dir, 'cap.duckdb'));
-    try {
-      await wh.migrate();
-      await wh.run(`set memory_limit = '${EXTRACT_MEMORY_LIMIT}'`);
+    await onWarehouse('cap.duckdb', true, async (wh) => {
       const cap = (await wh.one<{ v: string }>(`select current_setting('memory_limit') as v`))!.v;
       const r = await extractFrom(wh, resendingClient(base, 50), 25, { streaming: EXTRACT_MEMORY_LIMIT, fallback: '2GB' });
       expect([r.eventsLoaded, r.duplicatesSkipped, r.streamEventCount]).toEqual([25_000, 25_000, 25_000]);
@@ -161,31 +170,22 @@ describe('extract under its small DuckDB cap (EXTRACT_MEMORY_LIMIT)', () => {
       expect((await wh.one<{ v: string }>(`select current_setting('memory_limit') as v`))!.v).toBe(cap);
       const row = await wh.one<{ n: bigint; ids: bigint }>('select count(*) as n, count(distinct event_id) as ids from raw.events');
       expect([Number(row!.n), Number(row!.ids)]).toEqual([25_000, 25_000]);
-    } finally {
-      await wh.close();
-    }
+    });
   });
 
   it('writes a batch smaller than a row group under the job limit: 12 pages of 1,000 events of 4 KB', async () => {
     // Such a batch goes through the WAL and stays in memory until a checkpoint: 48 MB here,
     // twice the cap.
-    const wh = await Warehouse.open(join(tmp.dir, 'small.duckdb'));
-    try {
-      await wh.migrate();
-      await wh.run(`set memory_limit = '${EXTRACT_MEMORY_LIMIT}'`);
+    await onWarehouse('small.duckdb', true, async (wh) => {
       const r = await extractFrom(wh, resendingClient(base, 36, false, 4000), 12, { streaming: EXTRACT_MEMORY_LIMIT, fallback: '2GB' });
       expect([r.eventsLoaded, r.streamEventCount, r.batches]).toEqual([36_000, 36_000, 3]);
-    } finally {
-      await wh.close();
-    }
+    });
   });
 
   it('asked for 20 pages per batch, commits 25-page batches, so no row group but the last is half full or less', async () => {
     // 20 pages of 1,000 events leave row groups of 3,616 rows, which a checkpoint merges and
     // rewrites (measured: 1.6 GB at 1M events).
-    const wh = await Warehouse.open(join(tmp.dir, 'groups.duckdb'));
-    try {
-      await wh.migrate();
+    await onWarehouse('groups.duckdb', false, async (wh) => {
       const r = await extractFrom(wh, resendingClient(base, 50, false, 100), 20);
       expect([r.eventsLoaded, r.batches]).toEqual([50_000, 2]); // 25 + 25 pages, not 20 + 20 + 10
       await wh.checkpoint();
@@ -196,8 +196,6 @@ describe('extract under its small DuckDB cap (EXTRACT_MEMORY_LIMIT)', () => {
       const sizes = groups.map((g) => Number(g.n));
       expect(sizes.reduce((a, b) => a + b, 0)).toBe(50_000);
       expect(sizes.slice(0, -1).every((n) => n > ROW_GROUP_SIZE / 2)).toBe(true);
-    } finally {
-      await wh.close();
-    }
+    });
   });
 });
