@@ -1,20 +1,38 @@
 /**
  * The export stage: every mart and dimension (`fct_*`, `dim_*`, `mart_*` tables in schema
- * `main`) as `<export-dir>/<model>.parquet`, plus `manifest.json` (DESIGN.md "Exports").
+ * `main`) as Parquet, with `manifest.json`, atomic as a set (docs/exports.md).
  *
- * Atomic per file (DESIGN.md guarantee 8): each file is written under a temporary name in
- * the same folder, read back and checked, then renamed over the old one; the manifest is
- * renamed into place last. A process killed mid-export leaves only `.*.tmp` files, which
- * the next export removes (RELIABILITY.md "Files").
+ * Each export writes a new snapshot folder `<export-dir>/snapshots/<run_id>/`: every
+ * `<model>.parquet` (written under a temporary name in that folder, read back and checked,
+ * then renamed) and its `manifest.json`, all fsynced. Only then is the symlink
+ * `<export-dir>/current` swapped to it, by one `rename`. The stable paths
+ * `<export-dir>/<model>.parquet` and `<export-dir>/manifest.json` are symlinks into
+ * `current`, so a reader sees the whole previous export or the whole new one, never a mix
+ * and never half a file. A failure or a kill before the swap leaves `current` and every
+ * stable path on the previous export; the next export removes what a killed one left.
  *
  * @module
  */
-import { chmodSync, mkdirSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { ExportError, isEtlError } from '../errors.js';
 import { type Logger, silentLogger } from '../log/logger.js';
 import { sqlString, type Warehouse } from '../warehouse/Warehouse.js';
 import { failpoint } from '../failpoints.js';
+import {
+  adoptLegacyLayout,
+  CURRENT_LINK,
+  currentSnapshotId,
+  fsyncPath,
+  isSafeSnapshotName,
+  linkStablePaths,
+  MANIFEST_FILE,
+  pruneSnapshots,
+  replaceWithSymlink,
+  snapshotRef,
+  SNAPSHOTS_DIR,
+  sweepTemporaries,
+} from './exportSet.js';
 
 /** Name prefixes of the models that are exported. */
 export const EXPORTED_PREFIXES: readonly string[] = ['fct_', 'dim_', 'mart_'];
@@ -22,8 +40,10 @@ export const EXPORTED_PREFIXES: readonly string[] = ['fct_', 'dim_', 'mart_'];
 /** One exported file in `manifest.json`. */
 export interface ManifestEntry {
   model: string;
+  /** File name, `<model>.parquet`: in the snapshot folder, and the stable path in the export folder. */
   file: string;
   rows: number;
+  /** Size of the file in bytes. */
   bytes: number;
   columns: { name: string; type: string }[];
 }
@@ -31,7 +51,10 @@ export interface ManifestEntry {
 /** The shape of `manifest.json`. */
 export interface Manifest {
   runId: string;
+  /** ISO 8601 UTC instant the manifest was written. */
   exportedAt: string;
+  /** The snapshot folder holding these files, relative to the export folder: `snapshots/<runId>`. */
+  snapshot: string;
   files: ManifestEntry[];
 }
 
@@ -39,26 +62,92 @@ export interface Manifest {
 export interface ExportOptions {
   wh: Warehouse;
   exportDir: string;
+  /** The run's id; names the snapshot folder, so letters, digits, `.`, `_`, `-` only. */
   runId: string;
   logger?: Logger;
   now?: () => Date;
 }
 
 /**
- * Write the exports.
+ * Write the exports as a new snapshot and publish it (docs/exports.md).
+ *
+ * Before the swap of `current`, a failure removes the new snapshot folder (best effort)
+ * and leaves the previous export whole at every stable path. After the swap the new set
+ * is published; a failure to link a stable path is still an error (the next export
+ * repairs it), a failure to delete old snapshots is only logged.
  *
  * @returns the manifest written
- * @throws {ExportError} writing or checking a file failed (exit 7); the previous file stays in place
+ * @throws {ExportError} the run id cannot name a folder, preparing the folder, writing or
+ *   checking a file, writing the manifest, the swap or linking a stable path failed (exit 7)
  */
 export async function exportParquet(opts: ExportOptions): Promise<Manifest> {
   const logger = (opts.logger ?? silentLogger()).child({ stage: 'export' });
   const dir = resolve(opts.exportDir);
+  const { runId } = opts;
+  if (!isSafeSnapshotName(runId)) throw new ExportError(`run id ${JSON.stringify(runId)} cannot name a snapshot folder`);
+  const snapshot = snapshotRef(runId);
+  const snapDir = join(dir, SNAPSHOTS_DIR, runId);
+  let previous: string | undefined;
   try {
-    mkdirSync(dir, { recursive: true, mode: 0o700 });
-    for (const f of readdirSync(dir)) if (f.startsWith('.') && f.endsWith('.tmp')) rmSync(join(dir, f), { force: true });
+    mkdirSync(join(dir, SNAPSHOTS_DIR), { recursive: true, mode: 0o700 });
+    sweepTemporaries(dir);
+    const legacy = adoptLegacyLayout(dir, runId);
+    if (legacy !== undefined) logger.info({ snapshot: snapshotRef(legacy) }, 'export folder upgraded: the files of the previous export are now its snapshot');
+    previous = currentSnapshotId(dir);
+    if (previous === runId) throw new ExportError(`${snapDir} is already the published export; a run id is used once`);
+    rmSync(snapDir, { recursive: true, force: true });
+    mkdirSync(snapDir, { mode: 0o700 });
   } catch (err) {
+    if (isEtlError(err)) throw err;
     throw new ExportError(`cannot prepare the export folder ${dir}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`, { cause: err });
   }
+
+  let manifest: Manifest;
+  try {
+    manifest = await writeSnapshot(opts, snapDir, snapshot);
+    failpoint('export.before-swap');
+    // The swap: from here on, every reader resolving `current` gets the new set.
+    replaceWithSymlink(dir, CURRENT_LINK, snapshot, runId);
+    fsyncPath(dir, 'dir');
+  } catch (err) {
+    try {
+      rmSync(snapDir, { recursive: true, force: true });
+    } catch (rmErr) {
+      logger.warn({ snapshot, code: (rmErr as NodeJS.ErrnoException).code }, 'cannot remove the unpublished snapshot; the next export will');
+    }
+    if (isEtlError(err) && err.code === 'E_EXPORT') throw err;
+    throw new ExportError(`cannot publish the export ${snapshot} in ${dir}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, {
+      cause: err,
+      hint: 'the previous export is still in place',
+    });
+  }
+
+  try {
+    const removed = linkStablePaths(dir, [...manifest.files.map((f) => f.file), MANIFEST_FILE], runId);
+    if (removed.length > 0) logger.info({ removed }, 'stable paths of models no longer exported removed');
+  } catch (err) {
+    throw new ExportError(`export ${snapshot} is published as ${join(dir, CURRENT_LINK)}, but its stable paths could not be linked: ${(err as NodeJS.ErrnoException).code ?? String(err)}`, {
+      cause: err,
+      hint: 'run the export again; readers of current/ see the new export',
+    });
+  }
+  try {
+    const pruned = pruneSnapshots(dir, runId, new Set(previous === undefined ? [] : [previous]));
+    if (pruned.length > 0) logger.debug({ pruned }, 'old snapshots removed');
+  } catch (err) {
+    logger.warn({ code: (err as NodeJS.ErrnoException).code }, 'cannot remove old snapshots; the next export will');
+  }
+  logger.info({ files: manifest.files.length, dir, snapshot }, 'exports written');
+  return manifest;
+}
+
+/**
+ * Write every exported model and the manifest into `snapDir` (0600 files), each file
+ * read back and fsynced, the folder fsynced last.
+ *
+ * @throws {ExportError} a model failed to export or read back, or the manifest could not be written
+ */
+async function writeSnapshot(opts: ExportOptions, snapDir: string, snapshot: string): Promise<Manifest> {
   const like = EXPORTED_PREFIXES.map((p) => `table_name like '${p}%'`).join(' or ');
   const tables = await opts.wh.all<{ table_name: string }>(
     `select table_name from information_schema.tables where table_schema = 'main' and (${like}) order by table_name`,
@@ -66,7 +155,7 @@ export async function exportParquet(opts: ExportOptions): Promise<Manifest> {
   const files: ManifestEntry[] = [];
   for (const { table_name: model } of tables) {
     const file = `${model}.parquet`;
-    const tmp = join(dir, `.${file}.${opts.runId}.tmp`);
+    const tmp = join(snapDir, `.${file}.${opts.runId}.tmp`);
     try {
       await opts.wh.run(`copy (select * from main."${model}") to ${sqlString(tmp)} (format parquet, compression zstd, compression_level 1)`);
       const check = await opts.wh.one<{ rows: bigint; expected: bigint }>(
@@ -79,9 +168,10 @@ export async function exportParquet(opts: ExportOptions): Promise<Manifest> {
         `select column_name, column_type from (describe select * from read_parquet(${sqlString(tmp)}))`,
       );
       chmodSync(tmp, 0o600);
+      fsyncPath(tmp, 'file');
       failpoint('export.mid-file');
       const bytes = statSync(tmp).size;
-      renameSync(tmp, join(dir, file));
+      renameSync(tmp, join(snapDir, file));
       files.push({
         model,
         file,
@@ -92,18 +182,21 @@ export async function exportParquet(opts: ExportOptions): Promise<Manifest> {
     } catch (err) {
       rmSync(tmp, { force: true });
       if (isEtlError(err) && err.code === 'E_EXPORT') throw err;
-      throw new ExportError(`cannot export ${model} to ${dir}: ${(err as Error).message}`, { cause: err });
+      throw new ExportError(`cannot export ${model} to ${snapDir}: ${(err as Error).message}`, { cause: err, hint: 'the previous export is still in place' });
     }
   }
-  const manifest: Manifest = { runId: opts.runId, exportedAt: (opts.now?.() ?? new Date()).toISOString(), files };
-  const tmpManifest = join(dir, `.manifest.json.${opts.runId}.tmp`);
+  const manifest: Manifest = { runId: opts.runId, exportedAt: (opts.now?.() ?? new Date()).toISOString(), snapshot, files };
+  const path = join(snapDir, MANIFEST_FILE);
+  const tmp = join(snapDir, `.${MANIFEST_FILE}.${opts.runId}.tmp`);
   try {
-    writeFileSync(tmpManifest, `${JSON.stringify(manifest, null, 2)}\n`, { mode: 0o600 });
-    renameSync(tmpManifest, join(dir, 'manifest.json'));
+    writeFileSync(tmp, `${JSON.stringify(manifest, null, 2)}\n`, { mode: 0o600 });
+    fsyncPath(tmp, 'file');
+    renameSync(tmp, path);
+    fsyncPath(snapDir, 'dir');
+    fsyncPath(join(snapDir, '..'), 'dir');
   } catch (err) {
-    rmSync(tmpManifest, { force: true });
-    throw new ExportError(`cannot write ${join(dir, 'manifest.json')}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`, { cause: err });
+    rmSync(tmp, { force: true });
+    throw new ExportError(`cannot write ${path}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`, { cause: err, hint: 'the previous export is still in place' });
   }
-  logger.info({ files: files.length, dir }, 'exports written');
   return manifest;
 }
