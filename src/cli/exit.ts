@@ -5,9 +5,19 @@
  * @module
  */
 import { EtlError, ExitCode, InterruptedError } from '../errors.js';
+import type { SecretRegistry } from '../log/secrets.js';
 
-/** Exit code and stderr text for an error. Pure: the caller writes and exits. */
-export function describeFailure(err: unknown, verbose: boolean): { exitCode: number; text: string } {
+/**
+ * Exit code and stderr text for an error. Pure: the caller writes and exits. The whole text
+ * (message, hint, `--verbose` stacks and causes) is scrubbed of the run's secret values
+ * (docs/security.md).
+ */
+export function describeFailure(err: unknown, verbose: boolean, secrets?: SecretRegistry): { exitCode: number; text: string } {
+  const { exitCode, text } = describe(err, verbose);
+  return { exitCode, text: secrets ? secrets.scrub(text) : text };
+}
+
+function describe(err: unknown, verbose: boolean): { exitCode: number; text: string } {
   if (err instanceof EtlError) {
     let text = `recruit-etl: error: ${err.message}`;
     if (err.hint) text += ` (${err.hint})`;

@@ -9,6 +9,7 @@ import type { Writable } from 'node:stream';
 import yargs from 'yargs';
 import { ConfigError, InterruptedError } from '../errors.js';
 import { describeFailure } from './exit.js';
+import { SecretRegistry } from '../log/secrets.js';
 import type { CliContext } from './context.js';
 import { allOptions } from './options.js';
 import { stageCommands } from './commands/stages.js';
@@ -57,6 +58,7 @@ export async function run(argv: readonly string[], io: RunIo = {}): Promise<numb
     signal: controller.signal,
     exitCode: 0,
     verbose: argv.includes('--verbose'),
+    secrets: new SecretRegistry(),
   };
   const onSignal = (signal: 'SIGINT' | 'SIGTERM') => {
     if (controller.signal.aborted) {
@@ -112,7 +114,7 @@ export async function run(argv: readonly string[], io: RunIo = {}): Promise<numb
   if (failure !== undefined) {
     const reason: unknown = controller.signal.reason;
     const err = controller.signal.aborted && reason instanceof InterruptedError && !(failure instanceof InterruptedError) && (failure as Error)?.name === 'AbortError' ? reason : failure;
-    const { exitCode, text } = describeFailure(err, ctx.verbose);
+    const { exitCode, text } = describeFailure(err, ctx.verbose, ctx.secrets);
     ctx.logger?.error({ code: (err as { code?: string }).code, exitCode }, 'run failed');
     ctx.stderr.write(`${text}\n`);
     return exitCode;

@@ -6,15 +6,21 @@
  * - log objects built from allow-listed fields (counts, stream ids, run ids, durations,
  *   status codes, URL origins and paths without query strings);
  * - never a payload, a referral subject id, a token, a secret or a raw body;
- * - `redact` below is the safety net for headers and credential-shaped keys, not the plan.
+ * - `redact` below is the safety net for headers and credential-shaped keys, not the plan;
+ * - every finished line goes through the run's {@link SecretRegistry}, which removes the
+ *   client secret and issued tokens by value wherever they appear (docs/security.md).
  *
  * @module
  */
 import { pino, type Logger, type DestinationStream } from 'pino';
+import { REDACTED, type SecretRegistry } from './secrets.js';
 
 export type { Logger } from 'pino';
 
-/** Keys censored wherever pino finds them (pino `redact` paths). */
+/**
+ * Keys censored wherever pino finds them (pino `redact` paths). `message` is special: see
+ * {@link censor}.
+ */
 export const REDACT_PATHS: readonly string[] = [
   'authorization',
   'Authorization',
@@ -44,6 +50,17 @@ export const REDACT_PATHS: readonly string[] = [
   '*.referral_subject_id',
 ];
 
+/**
+ * The redact censor. A `message` key holding a string is kept: that is an error's message
+ * (`{ err }` as pino serialises it, or `{ err: { message } }`), and our errors never hold
+ * payload text by construction while secrets are removed by value. A `message` holding
+ * anything else (an event's payload object) and every other redacted key is censored.
+ */
+export function censor(value: unknown, path: string[]): unknown {
+  if (path[path.length - 1] === 'message' && typeof value === 'string') return value;
+  return REDACTED;
+}
+
 /** Options of {@link createLogger}. */
 export interface LoggerOptions {
   /** pino level; default `info`. */
@@ -52,6 +69,11 @@ export interface LoggerOptions {
   destination?: DestinationStream;
   /** Force pretty output (default: `process.stdout.isTTY`). Ignored when `destination` is given. */
   pretty?: boolean;
+  /**
+   * The run's secrets: every line is scrubbed of them just before it is written (also in
+   * pretty mode). Cheap: a no-op while nothing is registered.
+   */
+  secrets?: SecretRegistry;
 }
 
 /**
@@ -62,9 +84,10 @@ export interface LoggerOptions {
 export function createLogger(options: LoggerOptions = {}): Logger {
   const base = {
     level: options.level ?? 'info',
-    redact: { paths: [...REDACT_PATHS], censor: '[redacted]' },
+    redact: { paths: [...REDACT_PATHS], censor },
     base: { app: 'recruit-etl' },
     timestamp: pino.stdTimeFunctions.isoTime,
+    ...(options.secrets ? { hooks: { streamWrite: scrubber(options.secrets) } } : {}),
   };
   if (options.destination) return pino(base, options.destination);
   const pretty = options.pretty ?? process.stdout.isTTY === true;
@@ -75,6 +98,10 @@ export function createLogger(options: LoggerOptions = {}): Logger {
     });
   }
   return pino(base, pino.destination({ dest: 1, sync: true }));
+}
+
+function scrubber(secrets: SecretRegistry): (line: string) => string {
+  return (line) => secrets.scrub(line);
 }
 
 /** A logger that drops everything (library default when none is injected). */

@@ -3,14 +3,17 @@
  * guarantees 5 and 6): one token per lifetime, refreshed shortly before it expires and once
  * after a 401, one request in flight however many callers wait.
  *
- * The token and the client secret never appear in a log line or an error message.
+ * The token and the client secret never appear in a log line or an error message: both are
+ * registered in the run's {@link SecretRegistry} (the secret at construction, each token as
+ * it is issued), and this module's own messages are scrubbed of them too (docs/security.md).
  *
  * @module
  */
 import { z } from 'zod';
 import { AuthError, ConfigError, UpstreamContractError } from '../errors.js';
 import { silentLogger, type Logger } from '../log/logger.js';
-import type { HttpClient, HttpResponse } from './http.js';
+import { SecretRegistry } from '../log/secrets.js';
+import { redactUrl, type HttpClient, type HttpResponse } from './http.js';
 import { parseJsonBody } from './json.js';
 
 /** The client credentials of one environment (spec §2.1, §5.5). */
@@ -25,7 +28,37 @@ export interface ClientCredentials {
   audience: string;
 }
 
-/** Token response (spec §2.2), open set: unknown keys are kept and ignored. */
+/** Longest `access_token` accepted, in characters (16 KiB): longer is a contract break. */
+export const MAX_ACCESS_TOKEN_LENGTH = 16 * 1024;
+
+/**
+ * RFC 6750 §2.1 `b64token`: the only syntax a bearer token may have. It keeps a token out of
+ * trouble in an `Authorization` header (no CR/LF, no space, no non-ASCII) (docs/security.md).
+ */
+export const B64TOKEN = /^[A-Za-z0-9\-._~+/]+=*$/;
+
+/**
+ * What is wrong with an `access_token`'s syntax, or `undefined` when it is a valid b64token
+ * of at most {@link MAX_ACCESS_TOKEN_LENGTH} characters. Never quotes the value.
+ */
+export function accessTokenProblem(token: string): string | undefined {
+  if (token.length > MAX_ACCESS_TOKEN_LENGTH) return `is ${token.length} characters long, more than ${MAX_ACCESS_TOKEN_LENGTH}`;
+  if (B64TOKEN.test(token)) return undefined;
+  if (/[\r\n]/.test(token)) return 'contains a line break (CR or LF)';
+  // eslint-disable-next-line no-control-regex
+  if (/[^\x00-\x7f]/.test(token)) return 'contains non-ASCII characters';
+  // eslint-disable-next-line no-control-regex
+  if (/[\x00-\x1f\x7f]/.test(token)) return 'contains control characters';
+  if (/\s/.test(token)) return 'contains spaces';
+  return 'is not an RFC 6750 b64token (allowed: A-Z a-z 0-9 - . _ ~ + / and trailing =)';
+}
+
+/**
+ * Token response (spec §2.2), open set: unknown keys are kept and ignored.
+ * `expires_in` must be a positive finite number of seconds: a missing, zero, negative or
+ * non-numeric lifetime is a contract break (exit 6), not a guessed default, because the
+ * refresh schedule depends on it (docs/security.md "Token responses").
+ */
 const TokenResponse = z.looseObject({
   access_token: z.string().min(1),
   expires_in: z.number().positive().finite(),
@@ -62,6 +95,9 @@ export class TokenProvider {
   private readonly now: () => number;
   private readonly log: Logger;
   private readonly tokenUrl: string;
+  /** Origin + path of the token endpoint: the only form named in messages. */
+  private readonly where: string;
+  private readonly secrets: SecretRegistry;
   private cached: CachedToken | undefined;
   private inFlight: Promise<string> | undefined;
 
@@ -70,13 +106,19 @@ export class TokenProvider {
    * @param opts.http the shared {@link HttpClient}
    * @param opts.now clock, epoch ms (default `Date.now`)
    * @param opts.logger pino logger (default silent)
+   * @param opts.secrets the run's secret registry: the client secret is registered now and
+   *   every token as it is issued, so logs, errors and run records are scrubbed of them
+   *   (default: a private registry, used for this provider's own messages only)
    */
-  constructor(opts: { credentials: ClientCredentials; http: HttpClient; now?: () => number; logger?: Logger }) {
+  constructor(opts: { credentials: ClientCredentials; http: HttpClient; now?: () => number; logger?: Logger; secrets?: SecretRegistry }) {
     this.credentials = opts.credentials;
     this.http = opts.http;
     this.now = opts.now ?? Date.now;
     this.log = (opts.logger ?? silentLogger()).child({ component: 'upstream.auth' });
     this.tokenUrl = `${opts.credentials.authUrl.replace(/\/+$/, '')}/oauth/token`;
+    this.where = redactUrl(this.tokenUrl);
+    this.secrets = opts.secrets ?? new SecretRegistry();
+    this.secrets.addSecret(opts.credentials.clientSecret);
   }
 
   /**
@@ -117,6 +159,26 @@ export class TokenProvider {
   }
 
   private async requestToken(): Promise<string> {
+    try {
+      return await this.requestTokenOnce();
+    } catch (err) {
+      throw this.scrubbed(err);
+    }
+  }
+
+  /** `err` with registered secret values removed from its message and hint (same class, same cause). */
+  private scrubbed(err: unknown): unknown {
+    if (!(err instanceof Error) || this.secrets.size === 0) return err;
+    const hint = (err as { hint?: unknown }).hint;
+    const dirty = this.secrets.contains(err.message) || (typeof hint === 'string' && this.secrets.contains(hint));
+    if (!dirty) return err;
+    err.message = this.secrets.scrub(err.message);
+    if (typeof hint === 'string') Object.defineProperty(err, 'hint', { value: this.secrets.scrub(hint) });
+    if (err.stack) err.stack = this.secrets.scrub(err.stack);
+    return err;
+  }
+
+  private async requestTokenOnce(): Promise<string> {
     this.stats.requests += 1;
     const sentAt = this.now();
     const { clientId, clientSecret, audience } = this.credentials;
@@ -130,13 +192,19 @@ export class TokenProvider {
     try {
       body = parseJsonBody(res);
     } catch (err) {
-      throw new UpstreamContractError(`the token endpoint answered HTTP ${res.status} with an unreadable body: ${(err as Error).message}`);
+      throw new UpstreamContractError(`the token endpoint ${this.where} answered HTTP ${res.status} with an unreadable body: ${(err as Error).message}`);
     }
     const parsed = TokenResponse.safeParse(body);
     if (!parsed.success) {
       const fields = [...new Set(parsed.error.issues.map((i) => String(i.path[0] ?? '(root)')))].join(', ');
-      throw new UpstreamContractError(`the token endpoint answered HTTP ${res.status} without a valid token response (bad or missing: ${fields})`);
+      throw new UpstreamContractError(`the token endpoint ${this.where} answered HTTP ${res.status} without a valid token response (bad or missing: ${fields})`);
     }
+    const problem = accessTokenProblem(parsed.data.access_token);
+    if (problem !== undefined) {
+      throw new UpstreamContractError(`the token endpoint ${this.where} answered HTTP ${res.status} with an access_token that ${problem}; it is not used`);
+    }
+    // Registered before anything can log or raise it.
+    this.secrets.addToken(parsed.data.access_token);
     const lifetimeMs = parsed.data.expires_in * 1000;
     this.cached = { token: parsed.data.access_token, issuedAt: sentAt, lifetimeMs };
     this.log.info({ expiresInS: parsed.data.expires_in, durationMs: this.now() - sentAt }, 'token issued');
@@ -144,12 +212,13 @@ export class TokenProvider {
   }
 
   private refusal(res: HttpResponse): Error {
-    const where = this.tokenUrl.replace(/[?#].*$/, '');
+    const where = this.where;
     if (res.status === 400 || res.status === 401 || res.status === 403) {
       let code = '';
       try {
         const err = OAuthError.safeParse(JSON.parse(res.bodyText));
-        if (err.success) code = ` ${err.data.error}`;
+        // A code that holds a registered secret (an endpoint echoing what was posted) is not quoted at all.
+        if (err.success && !this.secrets.contains(err.data.error)) code = ` ${err.data.error}`;
       } catch {
         // Not JSON: the status alone is reported.
       }
@@ -160,7 +229,7 @@ export class TokenProvider {
     if (res.status === 404 || res.status === 405) {
       return new ConfigError(`no token endpoint at ${where} (HTTP ${res.status}); check RECRUIT_ETL_AUTH_URL`);
     }
-    return new UpstreamContractError(`the token endpoint answered HTTP ${res.status}`);
+    return new UpstreamContractError(`the token endpoint ${where} answered HTTP ${res.status}`);
   }
 }
 

@@ -4,6 +4,7 @@
  * @module
  */
 import { randomBytes } from 'node:crypto';
+import type { SecretRegistry } from '../log/secrets.js';
 import type { Warehouse } from './Warehouse.js';
 
 /** State of a run; `abandoned`: the process ended without recording an outcome (killed). */
@@ -24,9 +25,19 @@ export function newRunId(now: Date = new Date()): string {
   return `${stamp}-${randomBytes(3).toString('hex')}`;
 }
 
-/** Writes `etl.runs`. */
+/**
+ * Writes `etl.runs`. The error line and the summary are scrubbed of the run's secret values
+ * before they are stored (docs/security.md): a row reaches `status` and the published copy.
+ */
 export class RunLog {
-  constructor(private readonly wh: Warehouse) {}
+  /**
+   * @param wh the open warehouse
+   * @param secrets the run's secret values (optional: without it, text is stored as given)
+   */
+  constructor(
+    private readonly wh: Warehouse,
+    private readonly secrets?: SecretRegistry,
+  ) {}
 
   /**
    * Record the start of a run. Runs still marked `running` belong to processes that died
@@ -45,7 +56,7 @@ export class RunLog {
 
   /**
    * Record the end of a run.
-   * @param error the one-line error (already free of secrets and payloads), if it failed
+   * @param error the one-line error (free of payloads by construction; registered secret values are removed here), if it failed
    */
   async finish(runId: string, status: RunStatus, counts: RunCounts, summary: unknown, error?: string): Promise<void> {
     await this.wh.run(
@@ -59,10 +70,14 @@ export class RunLog {
         counts.sitesLoaded ?? 0,
         counts.modelsBuilt ?? 0,
         counts.filesExported ?? 0,
-        JSON.stringify(summary ?? {}),
-        error ?? null,
+        this.scrub(JSON.stringify(summary ?? {})),
+        error === undefined ? null : this.scrub(error),
         runId,
       ],
     );
+  }
+
+  private scrub(text: string): string {
+    return this.secrets ? this.secrets.scrub(text) : text;
   }
 }
