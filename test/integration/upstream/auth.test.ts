@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { AuthError, UpstreamUnavailableError } from '../../../src/errors.js';
+import { AuthError, UpstreamContractError, UpstreamUnavailableError } from '../../../src/errors.js';
 import { TokenProvider } from '../../../src/upstream/auth.js';
 import { HttpClient } from '../../../src/upstream/http.js';
 import { fakeSleep, sendJson, startStub, rejection, type Stub, type StubHandler } from './stub.js';
@@ -46,5 +46,20 @@ describe('token endpoint over HTTP', () => {
     );
     expect(await tokens.getToken()).toBe('T');
     expect(auth.requests).toHaveLength(2);
+  });
+});
+
+describe('token endpoint sending a malformed access_token', () => {
+  it('a token with CR/LF never reaches a request header: UpstreamContractError (exit 6), not exit 1 or 7', async () => {
+    const { auth, tokens } = await setup((_req, res) =>
+      sendJson(res, 200, { access_token: 'CANARY-TOKEN-1\r\nX-Injected: yes', expires_in: 60, token_type: 'Bearer' }),
+    );
+    const err = await rejection(tokens.getToken());
+    expect(err).toBeInstanceOf(UpstreamContractError);
+    expect((err as UpstreamContractError).exitCode).toBe(6);
+    expect(err.message).toContain(`the token endpoint ${auth.origin}/tenant/oauth/token`);
+    expect(err.message).toContain('line break');
+    expect(err.message).not.toContain('CANARY');
+    expect(auth.requests).toHaveLength(1);
   });
 });

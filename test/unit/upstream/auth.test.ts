@@ -145,3 +145,44 @@ describe('TokenProvider errors', () => {
     expect(await new TokenProvider({ credentials: creds, http }).getToken()).toBe('a');
   });
 });
+
+describe('access_token syntax (RFC 6750 b64token)', () => {
+  it.each([
+    ['CR/LF (header injection)', 'CANARY-TOKEN-1\r\nX-Evil: 1', 'line break'],
+    ['LF only', 'CANARY-TOKEN-1\n', 'line break'],
+    ['non-ASCII', 'CANARY-TOKEN-é', 'non-ASCII'],
+    ['a space', 'CANARY TOKEN', 'spaces'],
+    ['a control character', 'CANARY-TOKEN-\u0000', 'control'],
+    ['a quote', 'CANARY-TOKEN-"x"', 'b64token'],
+    ['= inside', 'CANARY=TOKEN', 'b64token'],
+    ['over 16 KiB', `CANARY-${'a'.repeat(16 * 1024)}`, 'more than 16384'],
+  ])('an access_token with %s is a contract break (exit 6) naming the endpoint, never the value', async (_n, token, what) => {
+    const { http } = fakeHttp(() => ({ status: 200, body: { access_token: token, expires_in: 60, token_type: 'Bearer' } }));
+    const err = await rejection(new TokenProvider({ credentials: creds, http }).getToken());
+    expect(err).toBeInstanceOf(UpstreamContractError);
+    expect((err as UpstreamContractError).exitCode).toBe(6);
+    expect(err.message).toContain('the token endpoint https://auth.example/oauth/token answered HTTP 200 with an access_token that');
+    expect(err.message).toContain(what);
+    expect(err.message).not.toContain('CANARY');
+  });
+
+  it('valid b64tokens are accepted: JWTs, padding, the full alphabet, exactly 16 KiB', async () => {
+    for (const token of ['eyJ.eyJ.sig-_', 'abc+/==', 'A-._~+/9', 'a'.repeat(16 * 1024)]) {
+      const { http } = fakeHttp(() => ({ status: 200, body: { access_token: token, expires_in: 60, token_type: 'Bearer' } }));
+      expect(await new TokenProvider({ credentials: creds, http }).getToken()).toBe(token);
+    }
+  });
+
+  it.each([
+    ['missing', { access_token: 'tok', token_type: 'Bearer' }],
+    ['negative', { access_token: 'tok', expires_in: -5, token_type: 'Bearer' }],
+    ['null', { access_token: 'tok', expires_in: null, token_type: 'Bearer' }],
+    ['infinite (1e400)', '{"access_token":"tok","expires_in":1e400,"token_type":"Bearer"}'],
+  ])('expires_in %s → UpstreamContractError naming expires_in (no default lifetime is guessed)', async (_n, body) => {
+    const { http } = fakeHttp(() => ({ status: 200, body }));
+    const err = await rejection(new TokenProvider({ credentials: creds, http }).getToken());
+    expect(err).toBeInstanceOf(UpstreamContractError);
+    expect(err.message).toContain('expires_in');
+    expect(err.message).toContain('https://auth.example/oauth/token');
+  });
+});
