@@ -55,26 +55,74 @@ const SiteShape = z.looseObject({
   longitude: optNumber,
 });
 
+/** `String.prototype.isWellFormed` (ES2024, in Node 20; not in this project's TS lib). */
+const isWellFormed = (String.prototype as unknown as { isWellFormed(this: string): boolean }).isWellFormed;
+
+/**
+ * True when every string in `value` (object keys included, at any depth) is well-formed
+ * Unicode: no lone surrogate such as the JSON escape `"\ud800"`, which `JSON.parse` accepts
+ * but DuckDB's JSON type refuses. Iterative: a deeply nested record cannot overflow the stack.
+ */
+export function isWellFormedDeep(value: unknown): boolean {
+  const stack: unknown[] = [value];
+  while (stack.length > 0) {
+    const v = stack.pop();
+    if (typeof v === 'string') {
+      if (!isWellFormed.call(v)) return false;
+    } else if (Array.isArray(v)) {
+      for (const item of v) stack.push(item);
+    } else if (v !== null && typeof v === 'object') {
+      for (const [k, item] of Object.entries(v)) {
+        if (!isWellFormed.call(k)) return false;
+        stack.push(item);
+      }
+    }
+  }
+  return true;
+}
+
 /**
  * Validates a parsed site-list response and returns the records as sent (not copied).
  *
+ * @param where what the list is, for messages, e.g. `site list of microsite m / trial t`
+ *   (configured ids only, never a value from the body)
  * @throws {UpstreamContractError} when it is not an array, a record is not an object, has no
- *   non-empty string `siteId`, or a spec field of the wrong type
+ *   non-empty string `siteId`, a spec field of the wrong type, or a string (key or value, at
+ *   any depth) that is not well-formed Unicode (docs/security.md)
  */
-export function validateSites(body: unknown): SiteRecord[] {
-  if (!Array.isArray(body)) throw new UpstreamContractError('site list response is not a JSON array (spec §4.2)');
+export function validateSites(body: unknown, where = 'site list'): SiteRecord[] {
+  if (!Array.isArray(body)) throw new UpstreamContractError(`${where}: the response is not a JSON array (spec §4.2)`);
   for (let i = 0; i < body.length; i++) {
     const r = SiteShape.safeParse(body[i]);
     if (!r.success) {
       const fields = [...new Set(r.error.issues.map((x) => (x.path.length ? x.path.join('.') : '(record)')))].join(', ');
-      throw new UpstreamContractError(`site list record ${i + 1} breaks the contract (bad or missing: ${fields})`);
+      throw new UpstreamContractError(`${where}: record ${i + 1} breaks the contract (bad or missing: ${fields})`);
+    }
+    if (!isWellFormedDeep(body[i])) {
+      throw new UpstreamContractError(
+        `${where}: record ${i + 1} holds a string that is not well-formed Unicode (a lone surrogate escape); nothing of this site snapshot is stored`,
+        { hint: 'the upstream must send valid Unicode text; report it to the site list owner' },
+      );
     }
   }
   return body as SiteRecord[];
 }
 
-function parseSites(res: HttpResponse): SiteRecord[] {
-  return validateSites(parseJsonBody(res));
+/**
+ * One path segment for an id: `encodeURIComponent`, which keeps `/`, `?`, `#` and `%` inside
+ * the segment.
+ *
+ * @throws {ConfigError} for an empty id and for the ids `.` and `..`: the URL standard
+ *   resolves `.`/`..` segments in every spelling (`%2E%2E` included), and servers normalise
+ *   them too, so no encoding keeps them a segment (docs/security.md "Site list paths")
+ */
+export function pathSegment(id: string, option: string): string {
+  if (id === '' || id === '.' || id === '..') {
+    throw new ConfigError(`${option} ${JSON.stringify(id)} cannot be sent as a URL path segment`, {
+      hint: 'use the study-website id as issued: it is never empty, "." or ".."',
+    });
+  }
+  return encodeURIComponent(id);
 }
 
 /** Reads the site list of a study website and trial (spec §4.2). */
@@ -98,21 +146,30 @@ export class SitesClient {
   }
 
   /**
-   * GET `{base_url}/microsites-api/v1/:microsite_id/sites/:trial_id` (path segments
-   * percent-encoded) with `Origin` set and never an `Authorization` header.
+   * GET `{base_url}/microsites-api/v1/:microsite_id/sites/:trial_id` (each id one
+   * percent-encoded path segment, see {@link pathSegment}) with `Origin` set and never an
+   * `Authorization` header.
    *
    * @returns the records as sent and the body text exactly as received
    * @throws {AuthError} (exit 3) on 401/403: the site list refused the origin
-   * @throws {ConfigError} (exit 2) on 404: unknown microsite or trial id
+   * @throws {ConfigError} (exit 2) on 404: unknown microsite or trial id; an id that cannot be a path segment
    * @throws {UpstreamUnavailableError} (exit 4) when retries are spent (5xx, 429, network, unreadable body)
-   * @throws {UpstreamContractError} (exit 6) on another 4xx, a 3xx, or a body that is not an array of site records
+   * @throws {UpstreamContractError} (exit 6) on another 4xx, a 3xx, or a body that is not an array of
+   *   site records (a string that is not well-formed Unicode included)
    */
   async fetchSites(micrositeId: string, trialId: string, signal?: AbortSignal): Promise<{ records: SiteRecord[]; bodyText: string }> {
-    const url = joinBasePath(this.base, `/microsites-api/v1/${encodeURIComponent(micrositeId)}/sites/${encodeURIComponent(trialId)}`);
+    const path = `/microsites-api/v1/${pathSegment(micrositeId, 'microsite id')}/sites/${pathSegment(trialId, 'trial id')}`;
+    const url = joinBasePath(this.base, path);
+    // Belt and braces: the URL as parsed must end with exactly the path built above.
+    if (!new URL(url).pathname.endsWith(path)) {
+      throw new ConfigError(`microsite id / trial id would change the site list URL path`);
+    }
+    const list = `site list of microsite ${micrositeId} / trial ${trialId}`;
+    const parse = (res: HttpResponse): SiteRecord[] => validateSites(parseJsonBody(res), list);
     const res = await this.http.getText(
       url,
       { origin: this.origin, accept: 'application/json' },
-      { label: 'sites', parse: parseSites, ...(signal ? { signal } : {}) },
+      { label: 'sites', parse, ...(signal ? { signal } : {}) },
     );
     const where = redactUrl(url);
     if (res.status === 401 || res.status === 403) {
