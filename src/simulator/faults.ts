@@ -4,12 +4,13 @@
  * {@link FaultRegistry} at three phases of each request whether a rule fires:
  *
  * - `transport`: before anything else (status bursts, latency, hangs, stalls, resets,
- *   truncation, non-JSON, HTML, oversized bodies, redirects) — an infrastructure fault in
- *   front of the API, counted on every request to the endpoint;
+ *   truncation, drip-feeding, non-JSON, HTML, oversized bodies, redirects) — an
+ *   infrastructure fault in front of the API, counted on every request to the endpoint;
  * - `auth` (events only): after the bearer token was accepted (`revokeTokens`, `always401`);
- * - `content` (events only): after a clean page was computed (contract breaks, duplicates,
- *   `nextPage` corruptions) — counted only on requests that produce a page the fault can
- *   apply to.
+ * - `content`: after a clean answer was computed — on events, a clean page (contract
+ *   breaks, duplicates, hostile encodings, `nextPage` corruptions, padding); on the token
+ *   endpoint, a parsed request (`echoSecret`) or a grant (`badToken`); on the site list, a
+ *   200 answer (`loneSurrogate`) — counted only on requests the fault can apply to.
  *
  * A faulted response never changes the simulator's state: the stream, the visible count
  * and cursors are untouched, so the same cursor later returns the proper page.
@@ -42,10 +43,23 @@ export type FaultKind =
   | 'duplicateIdAcrossPages'
   | 'sameIdOtherPayload'
   | 'nextPage'
+  | 'loneSurrogate'
+  | 'duplicateEventsKey'
+  | 'escapedKeys'
+  | 'duplicateIdKey'
+  | 'reorderedRedelivery'
+  | 'emptyPagesForever'
+  | 'padEvents'
+  | 'drip'
+  | 'echoSecret'
+  | 'badToken'
   | 'tokenLifetime';
 
 /** Corruptions of `pagination.nextPage` (kind `nextPage`, parameter `variant`). */
-export type NextPageVariant = 'otherOrigin' | 'otherScheme' | 'otherPort' | 'userInfo' | 'relative' | 'unchanged' | 'cycle' | 'oversizedUrl';
+export type NextPageVariant = 'otherOrigin' | 'otherScheme' | 'otherPort' | 'userInfo' | 'relative' | 'unchanged' | 'cycle' | 'longCycle' | 'oversizedUrl';
+
+/** Malformed access tokens (kind `badToken`, parameter `variant`). */
+export type BadTokenVariant = 'crlf' | 'nonAscii' | 'tooLong';
 
 /** When in a request a kind is decided (see the module comment). */
 export type FaultPhase = 'transport' | 'auth' | 'content' | 'immediate';
@@ -83,14 +97,59 @@ export type FaultPhase = 'transport' | 'auth' | 'content' | 'immediate';
  *   `http://127.0.0.1:9`), `otherScheme` (https), `otherPort` (`port`, default port+1),
  *   `userInfo` (`http://user:pass@host:port/…`), `relative` (path and query only),
  *   `unchanged` (the requested URL, `hasNextPage: true`), `cycle` (an earlier requested
- *   URL of this filter, `hasNextPage: true`), `oversizedUrl` (`size` characters, default 100,000).
+ *   URL of this filter, `hasNextPage: true`), `longCycle` (the page keeps its events and
+ *   points to cursor URL A; A, B, C, … (`length` distinct URLs, default 3, at least 2)
+ *   each answer `{"events":[],"pagination":{"nextPage":<the next one>,"hasNextPage":true}}`
+ *   and the last points back to A — a cursor cycle longer than 1; those URLs answer so
+ *   for as long as the server runs, whatever the rules), `oversizedUrl` (`size`
+ *   characters, default 100,000).
+ *
+ * Hostile encodings of a page (events, content phase; the page is otherwise the clean one):
+ * - `loneSurrogate` (events, `event`: 1-based index in the page, default 1): that event's
+ *   message gets `"note":"x\ud800y"` as its last member — the 6 ASCII characters
+ *   `\ud800` as JSON escape text: valid for `JSON.parse`, not valid Unicode.
+ * - `duplicateEventsKey` (events): `{"events":[…the page…],"events":[],"pagination":…}`
+ *   (`JSON.parse` keeps the empty array).
+ * - `escapedKeys` (events): the keys spelt with `\u` escapes where it can: top-level
+ *   `"\u0065vents"` and `"\u0070agination"`, each event's `"\u0069d"` and
+ *   `"\u0065ventType"` (valid JSON, the same values).
+ * - `duplicateIdKey` (events, `event`, default 1): that event carries `"id"` twice: its own
+ *   first, then `"id":"<id>-dup"` as the envelope's last member.
+ * - `reorderedRedelivery` (events): the page starts with the last matching event before
+ *   it (already delivered) re-serialised with its keys in reverse order at every level
+ *   and extra whitespace (`{ "k" : v , … }`): the same JSON value, other bytes. Applies
+ *   only to a page that has a previous matching event.
+ * - `emptyPagesForever` (events; `times` defaults to `Infinity`): the request gets 200
+ *   `{"events":[],"pagination":{"nextPage":"<base URL>/rpi/events?c=<n>","hasNextPage":true}}`
+ *   with a new `n` every time; a request to such a `?c=` URL gets the same answer for as
+ *   long as the server runs, whatever the rules.
+ * - `padEvents` (events, `bytes`, required): every event's message gets a last member
+ *   `"pad":"xxx…"` so that the page is exactly `bytes` bytes (when the clean page is
+ *   smaller; otherwise `"pad":""`). Sent in pieces over one shared pad buffer, so large
+ *   pages (e.g. 30 × 20 MB with `times=30`) cost little memory and time.
+ * - `drip` (any endpoint, transport phase; `ms`, default 5000): the clean answer with its
+ *   full `Content-Length`, headers and first byte at once, then one byte every `ms` ms
+ *   (no gap between bytes exceeds `ms`).
+ *
+ * Token endpoint (content phase):
+ * - `echoSecret`: 400 `{"error":"invalid_client: <posted client_secret>","error_description":
+ *   "client <posted client_id> with secret <posted client_secret> refused"}` (missing
+ *   fields echo as empty text). Applies to requests whose body parsed to an object.
+ * - `badToken` (`variant`: `crlf` | `nonAscii` | `tooLong`): 200 token response (as a
+ *   grant: `expires_in`, `token_type`) whose `access_token` contains `"\r\n"`, contains
+ *   `"é"`, or is 102,400 characters long. Applies to requests that would be granted; the
+ *   token is not accepted by the events endpoint.
  * - `tokenLifetime` (token, `seconds`): applied at once when added: tokens issued from now
  *   on live `seconds` s (`expires_in`); not a per-request fault.
+ *
+ * Site list (content phase):
+ * - `loneSurrogate` (sites): the first site record's `displayName` becomes `"x\ud800y"`
+ *   (escape text, as above). Applies to 200 answers with at least one site.
  */
 export interface FaultRule {
   endpoint: FaultEndpoint;
   kind: FaultKind;
-  /** How many requests it fires on; default 1 (`always401`: Infinity). */
+  /** How many requests it fires on; default 1 (`always401`, `emptyPagesForever`: Infinity). */
   times?: number;
   /** Let the first `after` matching requests pass untouched; default 0. */
   after?: number;
@@ -100,7 +159,7 @@ export interface FaultRule {
   retryAfter?: number | string;
   /** Response body text (kinds `status`, `nonJson`). */
   body?: string;
-  /** Delay in milliseconds (kind `latency`). */
+  /** Delay in milliseconds (kind `latency`), or between two bytes (kind `drip`, default 5000). */
   ms?: number;
   /** Bytes of the body sent before the break (kinds `bodyStall`, `resetMidBody`, `truncated`). */
   at?: number;
@@ -108,14 +167,20 @@ export interface FaultRule {
   chunked?: boolean;
   /** Size in bytes (`oversized`) or characters (`nextPage` `oversizedUrl`). */
   size?: number;
-  /** Which `nextPage` corruption (kind `nextPage`). */
-  variant?: NextPageVariant;
+  /** Which `nextPage` corruption (kind `nextPage`) or which malformed token (kind `badToken`). */
+  variant?: NextPageVariant | BadTokenVariant;
   /** Target URL (kinds `redirect`, `nextPage` `otherOrigin`). */
   url?: string;
   /** Port (kind `nextPage` `otherPort`). */
   port?: number;
   /** Token lifetime in seconds (kind `tokenLifetime`). */
   seconds?: number;
+  /** 1-based index of the event in the page (kinds `loneSurrogate`, `duplicateIdKey`; default 1). */
+  event?: number;
+  /** Number of distinct cursor URLs in the cycle (kind `nextPage` `longCycle`; default 3, at least 2). */
+  length?: number;
+  /** Page size to pad to, in bytes (kind `padEvents`). */
+  bytes?: number;
 }
 
 /** A rule still able to fire, with its counters. */
@@ -133,7 +198,7 @@ export interface PendingFault {
 export interface FiredFault {
   endpoint: FaultEndpoint;
   kind: FaultKind;
-  variant?: NextPageVariant;
+  variant?: NextPageVariant | BadTokenVariant;
   /** Request path without query. */
   path: string;
   /** Epoch ms. */
@@ -177,12 +242,50 @@ export const FAULT_PHASE: Readonly<Record<FaultKind, FaultPhase>> = {
   duplicateIdAcrossPages: 'content',
   sameIdOtherPayload: 'content',
   nextPage: 'content',
+  loneSurrogate: 'content',
+  duplicateEventsKey: 'content',
+  escapedKeys: 'content',
+  duplicateIdKey: 'content',
+  reorderedRedelivery: 'content',
+  emptyPagesForever: 'content',
+  padEvents: 'content',
+  drip: 'transport',
+  echoSecret: 'content',
+  badToken: 'content',
   tokenLifetime: 'immediate',
 };
 
 const ENDPOINTS: readonly FaultEndpoint[] = ['events', 'token', 'sites'];
-const VARIANTS: readonly NextPageVariant[] = ['otherOrigin', 'otherScheme', 'otherPort', 'userInfo', 'relative', 'unchanged', 'cycle', 'oversizedUrl'];
-const NUMERIC_KEYS = new Set(['times', 'after', 'code', 'ms', 'at', 'size', 'port', 'seconds']);
+
+/** Endpoints each kind applies to; a kind not listed here applies to every endpoint (transport kinds). */
+const KIND_ENDPOINTS: Partial<Record<FaultKind, readonly FaultEndpoint[]>> = {
+  revokeTokens: ['events'],
+  always401: ['events'],
+  missingPagination: ['events'],
+  eventsNotArray: ['events'],
+  eventWithoutId: ['events'],
+  duplicateIdWithinPage: ['events'],
+  duplicateIdAcrossPages: ['events'],
+  sameIdOtherPayload: ['events'],
+  nextPage: ['events'],
+  loneSurrogate: ['events', 'sites'],
+  duplicateEventsKey: ['events'],
+  escapedKeys: ['events'],
+  duplicateIdKey: ['events'],
+  reorderedRedelivery: ['events'],
+  emptyPagesForever: ['events'],
+  padEvents: ['events'],
+  echoSecret: ['token'],
+  badToken: ['token'],
+  tokenLifetime: ['token'],
+};
+
+/** Kinds whose `times` defaults to `Infinity` instead of 1. */
+const FOREVER_KINDS: ReadonlySet<FaultKind> = new Set(['always401', 'emptyPagesForever']);
+
+const VARIANTS: readonly NextPageVariant[] = ['otherOrigin', 'otherScheme', 'otherPort', 'userInfo', 'relative', 'unchanged', 'cycle', 'longCycle', 'oversizedUrl'];
+const TOKEN_VARIANTS: readonly BadTokenVariant[] = ['crlf', 'nonAscii', 'tooLong'];
+const NUMERIC_KEYS = new Set(['times', 'after', 'code', 'ms', 'at', 'size', 'port', 'seconds', 'event', 'length', 'bytes']);
 const STRING_KEYS = new Set(['body', 'variant', 'url']);
 const ALL_KEYS = new Set([...NUMERIC_KEYS, ...STRING_KEYS, 'retryAfter', 'chunked']);
 const MAIN_PARAM: Partial<Record<FaultKind, keyof FaultRule>> = {
@@ -196,6 +299,11 @@ const MAIN_PARAM: Partial<Record<FaultKind, keyof FaultRule>> = {
   redirect: 'url',
   nonJson: 'body',
   tokenLifetime: 'seconds',
+  loneSurrogate: 'event',
+  duplicateIdKey: 'event',
+  padEvents: 'bytes',
+  drip: 'ms',
+  badToken: 'variant',
 };
 
 const isNonNegInt = (v: unknown): boolean => typeof v === 'number' && Number.isInteger(v) && v >= 0;
@@ -212,9 +320,9 @@ export function validateFaultRule(rule: FaultRule): FaultRule {
   if (!ENDPOINTS.includes(rule.endpoint)) bad(`endpoint must be one of ${ENDPOINTS.join(', ')}`);
   const phase = FAULT_PHASE[rule.kind];
   if (phase === undefined) bad(`unknown kind; one of ${Object.keys(FAULT_PHASE).join(', ')}`);
-  if ((phase === 'auth' || phase === 'content') && rule.endpoint !== 'events') bad('this kind applies to the events endpoint only');
-  if (rule.kind === 'tokenLifetime' && rule.endpoint !== 'token') bad('tokenLifetime applies to the token endpoint');
-  const times = rule.times ?? (rule.kind === 'always401' ? Infinity : 1);
+  const endpoints = KIND_ENDPOINTS[rule.kind];
+  if (endpoints !== undefined && !endpoints.includes(rule.endpoint)) bad(`this kind applies to the ${endpoints.join(' and ')} endpoint only`);
+  const times = rule.times ?? (FOREVER_KINDS.has(rule.kind) ? Infinity : 1);
   if (!(times === Infinity || (Number.isInteger(times) && times >= 1))) bad('times must be a positive integer or Infinity');
   const after = rule.after ?? 0;
   if (!isNonNegInt(after)) bad('after must be a non-negative integer');
@@ -237,9 +345,26 @@ export function validateFaultRule(rule: FaultRule): FaultRule {
       if (rule.size !== undefined && !(isNonNegInt(rule.size) && rule.size >= 1024)) bad('size must be an integer ≥ 1024');
       break;
     case 'nextPage':
-      if (rule.variant === undefined || !VARIANTS.includes(rule.variant)) bad(`variant must be one of ${VARIANTS.join(', ')}`);
+      if (rule.variant === undefined || !(VARIANTS as readonly string[]).includes(rule.variant)) bad(`variant must be one of ${VARIANTS.join(', ')}`);
       if (rule.port !== undefined && !(isNonNegInt(rule.port) && rule.port <= 65535)) bad('port must be 0-65535');
       if (rule.size !== undefined && !isNonNegInt(rule.size)) bad('size must be a non-negative integer');
+      if (rule.length !== undefined && !(isNonNegInt(rule.length) && rule.length >= 2)) bad('length must be an integer ≥ 2');
+      if (rule.variant === 'longCycle') out.length = rule.length ?? 3;
+      break;
+    case 'loneSurrogate':
+    case 'duplicateIdKey':
+      if (rule.event !== undefined && !(isNonNegInt(rule.event) && rule.event >= 1)) bad('event must be a positive integer (1-based index in the page)');
+      if (rule.endpoint === 'events') out.event = rule.event ?? 1;
+      break;
+    case 'padEvents':
+      if (!(isNonNegInt(rule.bytes) && rule.bytes! >= 1)) bad('bytes must be a positive integer');
+      break;
+    case 'drip':
+      if (rule.ms !== undefined && !(isNonNegInt(rule.ms) && rule.ms >= 1)) bad('ms must be a positive integer');
+      out.ms = rule.ms ?? 5000;
+      break;
+    case 'badToken':
+      if (rule.variant === undefined || !(TOKEN_VARIANTS as readonly string[]).includes(rule.variant)) bad(`variant must be one of ${TOKEN_VARIANTS.join(', ')}`);
       break;
     case 'tokenLifetime':
       if (typeof rule.seconds !== 'number' || !Number.isInteger(rule.seconds) || rule.seconds < 1) bad('seconds must be a positive integer');
@@ -265,16 +390,21 @@ export function validateFaultRule(rule: FaultRule): FaultRule {
  * - `=<main>` sets the kind's main parameter: `status=503` (code), `latency=2000` (ms),
  *   `truncated=120` / `bodyStall=…` / `resetMidBody=…` (at), `oversized=…` (size),
  *   `nextPage=otherOrigin` (variant), `redirect=<url>` (url), `nonJson=<text>` (body),
- *   `tokenLifetime=2` (seconds);
+ *   `tokenLifetime=2` (seconds), `loneSurrogate=2` / `duplicateIdKey=2` (event),
+ *   `padEvents=20000000` (bytes), `drip=50` (ms), `badToken=crlf` (variant);
  * - keys: `times` (integer or `inf`), `after`, `code`, `retryAfter` (seconds or HTTP-date),
- *   `body`, `ms`, `at`, `chunked` (`true`/`false`), `size`, `variant`, `url`, `port`, `seconds`.
+ *   `body`, `ms`, `at`, `chunked` (`true`/`false`), `size`, `variant`, `url`, `port`, `seconds`,
+ *   `event`, `length`, `bytes`.
  *   A value may contain `:` (URLs): a segment that does not start with `<known key>=`
  *   continues the previous value.
  *
  * Examples: `events:status=503:times=3`, `events:status=429:retryAfter=2`,
  * `token:status=503:times=2`, `events:truncated=100`, `events:resetMidBody`,
  * `events:nextPage=otherOrigin:url=http://127.0.0.1:9999`, `events:always401`,
- * `token:tokenLifetime=2`, `events:latency=1500:after=2:times=inf`.
+ * `token:tokenLifetime=2`, `events:latency=1500:after=2:times=inf`,
+ * `events:loneSurrogate:event=3`, `events:nextPage=longCycle:length=4`,
+ * `events:padEvents=20000000:times=30`, `events:drip=200`, `events:emptyPagesForever`,
+ * `token:echoSecret`, `token:badToken=tooLong`, `sites:loneSurrogate`.
  *
  * @throws ConfigError when the text cannot be parsed
  */

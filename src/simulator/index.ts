@@ -28,7 +28,7 @@ import type { GroundTruth, SiteRecord, TruthContactAttempt, TruthEvent, TruthPat
 
 export { expectedEvents, parseFaultSpec, validateFaultRule };
 export type { ExpectedEventsFilter, FaultController, FaultRule, MockApiStats };
-export type { FaultEndpoint, FaultKind, FiredFault, NextPageVariant, PendingFault } from './faults.js';
+export type { BadTokenVariant, FaultEndpoint, FaultKind, FiredFault, NextPageVariant, PendingFault } from './faults.js';
 export type { RequestLogEntry } from './server.js';
 export type { EdgeCase, GroundTruth, SiteRecord, TruthContactAttempt, TruthEvent, TruthPatient, TruthStatus } from './types.js';
 export {
@@ -358,5 +358,5 @@ export async function startMockApi(options: MockApiOptions = {}): Promise<MockAp
   };
 }
 
-export { MOCK_API_FLAGS, MOCK_API_USAGE, mockApiOptionsFromFlags } from './mockApiFlags.js';
+export { MOCK_API_FAULT_HELP, MOCK_API_FLAGS, MOCK_API_USAGE, mockApiOptionsFromFlags } from './mockApiFlags.js';
 export type { MockApiFlag, MockApiFlagValues } from './mockApiFlags.js';

@@ -77,17 +77,39 @@ export const MOCK_API_FLAGS: readonly MockApiFlag[] = [
   },
 ];
 
+/** The fault kinds and their parameters, for `--help` (details: the `FaultRule` TSDoc in faults.ts). */
+export const MOCK_API_FAULT_HELP: string = [
+  'Faults: --fault <endpoint>:<kind>[=<main value>][:<key>=<value>]... (repeatable), endpoint',
+  'events|token|sites.',
+  '  any endpoint: status=<code>[:retryAfter=<s|HTTP-date>][:body=<text>], latency=<ms>,',
+  '    headersNever, bodyStall[=<at>], resetMidBody[=<at>], truncated[=<at>][:chunked=true],',
+  '    nonJson[=<body>], html200, oversized[=<size>], redirect[=<url>],',
+  '    drip[=<ms>] (the body one byte every ms, default 5000)',
+  '  events: revokeTokens, always401 (times=inf), missingPagination, eventsNotArray,',
+  '    eventWithoutId, duplicateIdWithinPage, duplicateIdAcrossPages, sameIdOtherPayload,',
+  '    nextPage=<otherOrigin[:url=]|otherScheme|otherPort[:port=]|userInfo|relative|unchanged|',
+  '      cycle|longCycle[:length=<n>, default 3]|oversizedUrl[:size=]>,',
+  '    loneSurrogate[=<event>] (message member "note":"x\\ud800y" in that event, default 1),',
+  '    duplicateEventsKey ("events" twice, the second []),',
+  '    escapedKeys ("\\u0065vents", "\\u0070agination", "\\u0069d", "\\u0065ventType"),',
+  '    duplicateIdKey[=<event>] ("id" twice, the second "<id>-dup"),',
+  '    reorderedRedelivery (the previous event again, keys reversed, extra whitespace),',
+  '    emptyPagesForever (times=inf: empty pages, a new ?c= nextPage each time),',
+  '    padEvents=<bytes> (a "pad" member in every message: pages of that size)',
+  '  token: echoSecret (400 echoing client_id and client_secret),',
+  '    badToken=<crlf|nonAscii|tooLong>, tokenLifetime=<seconds> (tokens issued from then on)',
+  '  sites: loneSurrogate (the first record\'s displayName "x\\ud800y")',
+  'Keys: times (n|inf), after, code, retryAfter, body, ms, at, chunked, size, variant, url, port,',
+  'seconds, event, length, bytes. E.g. events:status=503:times=3, events:padEvents=20000000:times=30',
+].join('\n');
+
 /** Help text listing the flags (for the CLI's `--help` epilogue or README). */
 export const MOCK_API_USAGE: string = [
   'recruit-etl mock-api [options]   serve the simulator of the upstream API',
   '',
   ...MOCK_API_FLAGS.map((f) => `  ${f.flag.padEnd(22)} ${f.description}${f.default === undefined ? '' : ` (default ${String(f.default)})`}`),
   '',
-  'Fault kinds: status, latency, headersNever, bodyStall, resetMidBody, truncated, nonJson, html200, oversized,',
-  'redirect, revokeTokens, always401, missingPagination, eventsNotArray, eventWithoutId, duplicateIdWithinPage,',
-  'duplicateIdAcrossPages, sameIdOtherPayload, nextPage=<otherOrigin|otherScheme|otherPort|userInfo|relative|',
-  'unchanged|cycle|oversizedUrl>, tokenLifetime=<seconds> (token endpoint). Keys: times (n|inf), after, code,',
-  'retryAfter, body, ms, at, chunked, size, variant, url, port, seconds.',
+  MOCK_API_FAULT_HELP,
 ].join('\n');
 
 const list = (v: string | string[] | undefined): string[] => (v === undefined ? [] : Array.isArray(v) ? v : [v]);

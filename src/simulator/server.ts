@@ -14,7 +14,8 @@ import { decodeCursor, encodeCursor } from './cursor.js';
 import { eventIndexOfId } from './eventIds.js';
 import type { ResolvedMockApiOptions } from './index.js';
 import type { EventStore, StreamFilter } from './eventStore.js';
-import type { FaultEndpoint, FaultRegistry, FaultRule } from './faults.js';
+import type { BadTokenVariant, FaultEndpoint, FaultRegistry, FaultRule } from './faults.js';
+import { LONE_SURROGATE, reorderedJson, splitAtMessageEnd, withDuplicateIdKey, withEscapedKeys, withLoneSurrogateNote } from './hostileJson.js';
 import type { SiteRecord } from './types.js';
 
 /** One entry of {@link MockApiStats.requestLog}. */
@@ -57,8 +58,23 @@ export type ServerSettings = Pick<
 interface Prepared {
   status: number;
   headers: Record<string, string>;
-  body: Buffer;
+  /** One buffer, or pieces sent one after the other (large padded pages). */
+  body: Buffer | Buffer[];
 }
+
+/** A token request that parsed, before the grant. */
+interface TokenRequest {
+  /** The posted fields (form or JSON). */
+  fields: Record<string, unknown>;
+  /** The refusal, when the request would not be granted. */
+  refusal?: Prepared;
+}
+
+/** The body as one buffer. */
+const flat = (p: Prepared): Buffer => (Array.isArray(p.body) ? Buffer.concat(p.body) : p.body);
+
+/** Body length in bytes. */
+const bodyLength = (p: Prepared): number => (Array.isArray(p.body) ? p.body.reduce((n, b) => n + b.length, 0) : p.body.length);
 
 interface PageModel {
   filter: StreamFilter;
@@ -69,6 +85,22 @@ interface PageModel {
   hasNextPage: boolean;
   requestUrl: string;
   filterKey: string;
+}
+
+/** `pagination` of an events page (spec §4.3). */
+interface Pagination {
+  nextPage: string;
+  hasNextPage: boolean;
+}
+
+/** How {@link MockServer} frames a page's events (clean: all false). */
+interface PageShape {
+  /** `events` is an object `{"items":[…]}` (kind `eventsNotArray`). */
+  eventsNotArray?: boolean;
+  /** A second `"events":[]` after the real array (kind `duplicateEventsKey`). */
+  duplicateEventsKey?: boolean;
+  /** Top-level keys spelt `"\u0065vents"`, `"\u0070agination"` (kind `escapedKeys`). */
+  escapedKeys?: boolean;
 }
 
 const JSON_TYPE = 'application/json; charset=utf-8';
@@ -83,6 +115,22 @@ const jsonBody = (status: number, value: unknown, headers: Record<string, string
 
 const errorBody = (status: number, error: string, description: string, headers: Record<string, string> = {}): Prepared =>
   jsonBody(status, { error, error_description: description }, headers);
+
+/**
+ * The access token of kind `badToken`: a JWT-shaped token followed by `\r\n` and a header
+ * line (`crlf`), with an `é` in it (`nonAscii`), or 102,400 characters long (`tooLong`).
+ */
+export function badToken(variant: BadTokenVariant): string {
+  const jwt = 'eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiJtb2NrIn0.c2lnbmF0dXJl';
+  switch (variant) {
+    case 'crlf':
+      return `${jwt}\r\nX-Injected: 1`;
+    case 'nonAscii':
+      return `${jwt}é`;
+    case 'tooLong':
+      return `${jwt}.${'A'.repeat(100 * 1024 - jwt.length - 1)}`;
+  }
+}
 
 const DEFAULT_ERROR: Record<number, string> = {
   400: 'invalid_request',
@@ -118,6 +166,10 @@ export class MockServer {
   private readonly signingKey = randomBytes(32);
   private readonly history: Array<{ url: string; filterKey: string }> = [];
   private closed = false;
+  /** Serial of `emptyPagesForever` URLs and of `longCycle` cycles. */
+  private specialSerial = 0;
+  /** Shared `x` bytes the `padEvents` pages slice their pads from. */
+  private padBytes: Buffer = Buffer.alloc(0);
 
   constructor(
     readonly settings: ServerSettings,
@@ -180,8 +232,11 @@ export class MockServer {
   }
 
   private send(res: ServerResponse, p: Prepared): void {
-    res.writeHead(p.status, { ...p.headers, 'content-length': String(p.body.length) });
-    res.end(p.body);
+    res.writeHead(p.status, { ...p.headers, 'content-length': String(bodyLength(p)) });
+    if (Array.isArray(p.body)) {
+      for (const b of p.body) res.write(b);
+      res.end();
+    } else res.end(p.body);
   }
 
   private async onRequest(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -256,13 +311,14 @@ export class MockServer {
       case 'resetMidBody':
       case 'truncated': {
         const p = await clean();
-        const at = Math.min(rule.at ?? Math.floor(p.body.length / 2), p.body.length);
+        const body = flat(p);
+        const at = Math.min(rule.at ?? Math.floor(body.length / 2), body.length);
         const headers: Record<string, string> = { ...p.headers };
         if (rule.kind === 'truncated' && rule.chunked === true) headers['transfer-encoding'] = 'chunked';
-        else headers['content-length'] = String(p.body.length);
+        else headers['content-length'] = String(body.length);
         res.writeHead(p.status, headers);
         res.flushHeaders();
-        const part = p.body.subarray(0, at);
+        const part = body.subarray(0, at);
         const after = (): void => {
           const sock = res.socket;
           if (sock === null) return;
@@ -300,9 +356,28 @@ export class MockServer {
         this.send(res, errorBody(302, 'moved', 'moved', { location: url }));
         return true;
       }
+      case 'drip':
+        await this.drip(res, await clean(), rule.ms ?? 5000);
+        return true;
       default:
         return false;
     }
+  }
+
+  /** Sends `p` with its full `Content-Length`: headers and the first byte at once, then one byte every `ms` ms. */
+  private async drip(res: ServerResponse, p: Prepared, ms: number): Promise<void> {
+    const body = flat(p);
+    res.writeHead(p.status, { ...p.headers, 'content-length': String(body.length) });
+    if (body.length === 0) {
+      res.end();
+      return;
+    }
+    for (let i = 0; i < body.length; i++) {
+      if (i > 0) await this.sleep(ms);
+      if (this.closed || res.destroyed) return;
+      res.write(body.subarray(i, i + 1));
+    }
+    res.end();
   }
 
   private async sendOversized(res: ServerResponse, size: number): Promise<void> {
@@ -360,10 +435,27 @@ export class MockServer {
     const body = await this.readBody(req, 64 * 1024);
     const clean = async (): Promise<Prepared> => this.tokenResponse(req, body);
     if (await this.transport('token', res, path, clean)) return;
+    const parsed = this.parseTokenRequest(req, body);
+    const rule =
+      'fields' in parsed
+        ? this.faults.take('token', 'content', path, (r) => (r.kind === 'badToken' ? parsed.refusal === undefined : true))
+        : undefined;
+    if (rule !== undefined && 'fields' in parsed) {
+      if (rule.kind === 'echoSecret') return this.send(res, this.echoSecret(parsed.fields));
+      if (rule.kind === 'badToken') return this.send(res, this.grant(badToken(rule.variant as BadTokenVariant)));
+    }
     this.send(res, await clean());
   }
 
-  private tokenResponse(req: IncomingMessage, body: Buffer | undefined): Prepared {
+  /** Kind `echoSecret`: a 400 whose error text carries the posted secret. */
+  private echoSecret(fields: Record<string, unknown>): Prepared {
+    const text = (v: unknown): string => (typeof v === 'string' ? v : '');
+    const id = text(fields['client_id']);
+    const secret = text(fields['client_secret']);
+    return errorBody(400, `invalid_client: ${secret}`, `client ${id} with secret ${secret} refused`);
+  }
+
+  private parseTokenRequest(req: IncomingMessage, body: Buffer | undefined): TokenRequest | Prepared {
     if (body === undefined) return errorBody(413, 'invalid_request', 'request body too large');
     let parsed: unknown;
     const ct = String(req.headers['content-type'] ?? '');
@@ -376,14 +468,27 @@ export class MockServer {
     }
     if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) return errorBody(400, 'invalid_request', 'body must be a JSON object');
     const o = parsed as Record<string, unknown>;
+    const refuse = (refusal: Prepared): TokenRequest => ({ fields: o, refusal });
     for (const f of ['client_id', 'client_secret', 'audience', 'grant_type']) {
       const v = o[f];
-      if (typeof v !== 'string' || v.length === 0) return errorBody(400, 'invalid_request', `missing or invalid field ${f}`);
+      if (typeof v !== 'string' || v.length === 0) return refuse(errorBody(400, 'invalid_request', `missing or invalid field ${f}`));
     }
-    if (o['grant_type'] !== 'client_credentials') return errorBody(400, 'invalid_request', 'grant_type must be client_credentials');
+    if (o['grant_type'] !== 'client_credentials') return refuse(errorBody(400, 'invalid_request', 'grant_type must be client_credentials'));
     if (o['client_id'] !== this.settings.clientId || o['client_secret'] !== this.settings.clientSecret)
-      return errorBody(401, 'access_denied', 'Unauthorized');
-    if (o['audience'] !== this.settings.audience) return errorBody(403, 'access_denied', 'Service not enabled within domain');
+      return refuse(errorBody(401, 'access_denied', 'Unauthorized'));
+    if (o['audience'] !== this.settings.audience) return refuse(errorBody(403, 'access_denied', 'Service not enabled within domain'));
+    return { fields: o };
+  }
+
+  /** A 200 token response carrying `token` (spec §2.2). */
+  private grant(token: string): Prepared {
+    return jsonBody(200, { access_token: token, expires_in: this.settings.tokenLifetimeSeconds, token_type: 'Bearer' }, { 'cache-control': 'no-store', pragma: 'no-cache' });
+  }
+
+  private tokenResponse(req: IncomingMessage, body: Buffer | undefined): Prepared {
+    const parsed = this.parseTokenRequest(req, body);
+    if (!('fields' in parsed)) return parsed;
+    if (parsed.refusal !== undefined) return parsed.refusal;
     const lifetime = this.settings.tokenLifetimeSeconds;
     const iat = Math.floor(this.now() / 1000);
     this.tokenSerial++;
@@ -402,7 +507,7 @@ export class MockServer {
     const token = `${head}.${payload}.${sig}`;
     this.tokens.set(token, this.now() + lifetime * 1000);
     this.stats.tokensIssued++;
-    return jsonBody(200, { access_token: token, expires_in: lifetime, token_type: 'Bearer' }, { 'cache-control': 'no-store', pragma: 'no-cache' });
+    return this.grant(token);
   }
 
   // ---- site list (spec §4.2, §5.6) ---------------------------------------------------
@@ -410,10 +515,24 @@ export class MockServer {
   private async handleSites(req: IncomingMessage, res: ServerResponse, path: string, ms: string, trial: string): Promise<void> {
     const clean = async (): Promise<Prepared> => this.sitesResponse(req, ms, trial);
     if (await this.transport('sites', res, path, clean)) return;
+    const found = this.sitesFound(req, ms, trial);
+    if ('sites' in found) {
+      const rule = this.faults.take('sites', 'content', path, () => found.sites.length > 0);
+      if (rule?.kind === 'loneSurrogate') {
+        // Well-formed JSON.stringify writes a lone surrogate as the escape text \ud800.
+        return this.send(res, jsonBody(200, found.sites.map((s, i) => (i === 0 ? { ...s, displayName: LONE_SURROGATE } : s)), found.headers));
+      }
+    }
     this.send(res, await clean());
   }
 
   private sitesResponse(req: IncomingMessage, msRaw: string, trialRaw: string): Prepared {
+    const found = this.sitesFound(req, msRaw, trialRaw);
+    return 'sites' in found ? jsonBody(200, found.sites, found.headers) : found;
+  }
+
+  /** The site list a request may read, or the refusal. */
+  private sitesFound(req: IncomingMessage, msRaw: string, trialRaw: string): { sites: SiteRecord[]; headers: Record<string, string> } | Prepared {
     if (req.headers.authorization !== undefined)
       return errorBody(400, 'invalid_request', 'the Authorization header must not be sent to the site list');
     const origin = req.headers.origin;
@@ -429,7 +548,7 @@ export class MockServer {
     }
     const sites = this.sites[trial];
     if (ms !== this.settings.micrositeId || sites === undefined) return errorBody(404, 'not_found', 'unknown study website or trial');
-    return jsonBody(200, sites, { 'access-control-allow-origin': origin, vary: 'Origin' });
+    return { sites, headers: { 'access-control-allow-origin': origin, vary: 'Origin' } };
   }
 
   // ---- events (spec §4.3, §6, §9) ----------------------------------------------------
@@ -469,6 +588,8 @@ export class MockServer {
       if (rule?.kind === 'always401') return this.unauthorized('token rejected');
     }
     const url = new URL(req.url ?? '/', this.baseUrl);
+    const special = this.specialPage(url);
+    if (special !== undefined) return { status: 200, headers: { 'content-type': JSON_TYPE }, body: special };
     const parsed = this.parseQuery(url);
     if ('error' in parsed) return errorBody(400, 'invalid_request', parsed.error);
     const { filter, after, limit } = parsed;
@@ -495,6 +616,29 @@ export class MockServer {
       if (this.history.length > 64) this.history.shift();
     }
     return { status: 200, headers: { 'content-type': JSON_TYPE }, body: out };
+  }
+
+  /**
+   * The pages of the fault URLs that outlive their rule: `?c=<n>` (`emptyPagesForever`)
+   * and `?cursor=cycle.<id>.<step>.<length>` (`nextPage` `longCycle`); undefined for any
+   * other URL. (`.` never occurs in a real cursor, which is base64url.)
+   */
+  private specialPage(url: URL): Buffer | undefined {
+    const sp = url.searchParams;
+    if (sp.has('c')) return this.emptyForeverPage();
+    const m = /^cycle\.(\d{1,15})\.(\d{1,6})\.(\d{1,6})$/.exec(sp.get('cursor') ?? '');
+    if (m === null) return undefined;
+    const [id, step, length] = [Number(m[1]), Number(m[2]), Number(m[3])];
+    return this.renderPage([], { nextPage: this.cycleUrl(id, (step + 1) % Math.max(1, length), length), hasNextPage: true });
+  }
+
+  private emptyForeverPage(): Buffer {
+    this.specialSerial++;
+    return this.renderPage([], { nextPage: `${this.baseUrl}/rpi/events?c=${this.specialSerial}`, hasNextPage: true });
+  }
+
+  private cycleUrl(id: number, step: number, length: number): string {
+    return `${this.baseUrl}/rpi/events?cursor=cycle.${id}.${step}.${length}`;
   }
 
   private cursorUrl(filter: StreamFilter, after: number, limit: number): string {
@@ -541,24 +685,62 @@ export class MockServer {
     return { filter: this.store.compileFilter(types, trials), after, limit: limit ?? this.settings.defaultLimit };
   }
 
-  private renderPage(items: Buffer[], pagination: { nextPage: string; hasNextPage: boolean } | undefined, eventsNotArray = false): Buffer {
-    const parts: Buffer[] = [Buffer.from(eventsNotArray ? '{"events":{"items":[' : '{"events":[')];
+  private renderPage(items: Buffer[], pagination: Pagination | undefined, shape: PageShape = {}): Buffer {
+    const eventsKey = shape.escapedKeys === true ? '"\\u0065vents"' : '"events"';
+    const paginationKey = shape.escapedKeys === true ? '"\\u0070agination"' : '"pagination"';
+    const parts: Buffer[] = [Buffer.from(`{${eventsKey}:${shape.eventsNotArray === true ? '{"items":[' : '['}`)];
     items.forEach((b, i) => {
       if (i > 0) parts.push(COMMA);
       parts.push(b);
     });
-    parts.push(Buffer.from(eventsNotArray ? ']}' : ']'));
-    if (pagination !== undefined) parts.push(Buffer.from(`,"pagination":${JSON.stringify(pagination)}`));
+    parts.push(Buffer.from(shape.eventsNotArray === true ? ']}' : ']'));
+    if (shape.duplicateEventsKey === true) parts.push(Buffer.from(',"events":[]'));
+    if (pagination !== undefined) parts.push(Buffer.from(`,${paginationKey}:${JSON.stringify(pagination)}`));
     parts.push(Buffer.from('}'));
     return Buffer.concat(parts);
+  }
+
+  /**
+   * Kind `padEvents`: the page with a last member `"pad":"xx…"` in every event's message,
+   * `bytes` bytes in all when the clean page is smaller. Returned as pieces whose pads are
+   * slices of one shared buffer.
+   */
+  private paddedPage(page: PageModel, pagination: Pagination, bytes: number): Buffer[] {
+    const splits = page.indexes.map((i) => splitAtMessageEnd(this.store.jsonAt(i), 'pad'));
+    const heads = splits.map((s) => Buffer.from(`${s.head}${s.empty ? '' : ','}"pad":"`));
+    const tails = splits.map((s) => Buffer.from(`"${s.tail}`));
+    const prefix = Buffer.from('{"events":[');
+    const suffix = Buffer.from(`],"pagination":${JSON.stringify(pagination)}}`);
+    const n = splits.length;
+    let unpadded = prefix.length + suffix.length + Math.max(0, n - 1);
+    for (let i = 0; i < n; i++) unpadded += heads[i]!.length + tails[i]!.length;
+    const extra = Math.max(0, bytes - unpadded);
+    const each = Math.floor(extra / n);
+    const rest = extra % n;
+    const longest = each + (rest > 0 ? 1 : 0);
+    if (this.padBytes.length < longest) this.padBytes = Buffer.alloc(longest, 'x');
+    const out: Buffer[] = [prefix];
+    for (let i = 0; i < n; i++) {
+      if (i > 0) out.push(COMMA);
+      out.push(heads[i]!, this.padBytes.subarray(0, each + (i < rest ? 1 : 0)), tails[i]!);
+    }
+    out.push(suffix);
+    return out;
   }
 
   private canApply(rule: FaultRule, page: PageModel): boolean {
     switch (rule.kind) {
       case 'eventWithoutId':
       case 'duplicateIdWithinPage':
+      case 'duplicateEventsKey':
+      case 'escapedKeys':
+      case 'padEvents':
         return page.indexes.length > 0;
+      case 'loneSurrogate':
+      case 'duplicateIdKey':
+        return page.indexes.length >= (rule.event ?? 1);
       case 'duplicateIdAcrossPages':
+      case 'reorderedRedelivery':
         return this.store.lastMatchBefore(page.filter, page.after) >= 0;
       case 'sameIdOtherPayload':
         return page.indexes.length > 0 || this.store.lastMatchBefore(page.filter, page.after) >= 0;
@@ -577,14 +759,38 @@ export class MockServer {
     return Buffer.from(JSON.stringify(env));
   }
 
-  private faultedPage(rule: FaultRule, page: PageModel): Buffer {
+  private faultedPage(rule: FaultRule, page: PageModel): Buffer | Buffer[] {
     const items = page.indexes.map((i) => this.store.bytesAt(i));
-    let pagination = { nextPage: page.nextPage, hasNextPage: page.hasNextPage };
+    let pagination: Pagination = { nextPage: page.nextPage, hasNextPage: page.hasNextPage };
     switch (rule.kind) {
       case 'missingPagination':
         return this.renderPage(items, undefined);
       case 'eventsNotArray':
-        return this.renderPage(items, pagination, true);
+        return this.renderPage(items, pagination, { eventsNotArray: true });
+      case 'loneSurrogate':
+      case 'duplicateIdKey': {
+        const k = (rule.event ?? 1) - 1;
+        const json = this.store.jsonAt(page.indexes[k]!);
+        items[k] = Buffer.from(rule.kind === 'loneSurrogate' ? withLoneSurrogateNote(json) : withDuplicateIdKey(json));
+        return this.renderPage(items, pagination);
+      }
+      case 'duplicateEventsKey':
+        return this.renderPage(items, pagination, { duplicateEventsKey: true });
+      case 'escapedKeys':
+        return this.renderPage(
+          page.indexes.map((i) => Buffer.from(withEscapedKeys(this.store.jsonAt(i)))),
+          pagination,
+          { escapedKeys: true },
+        );
+      case 'reorderedRedelivery': {
+        const prev = this.store.lastMatchBefore(page.filter, page.after);
+        items.unshift(Buffer.from(reorderedJson(JSON.parse(this.store.jsonAt(prev)))));
+        return this.renderPage(items, pagination);
+      }
+      case 'emptyPagesForever':
+        return this.emptyForeverPage();
+      case 'padEvents':
+        return this.paddedPage(page, pagination, rule.bytes!);
       case 'eventWithoutId': {
         const k = Math.floor(items.length / 2);
         const env = JSON.parse(this.store.jsonAt(page.indexes[k]!)) as Record<string, unknown>;
@@ -647,6 +853,10 @@ export class MockServer {
           }
           case 'oversizedUrl':
             pagination = { ...pagination, nextPage: `${page.nextPage}&pad=${'x'.repeat(rule.size ?? 100_000)}` };
+            break;
+          case 'longCycle':
+            this.specialSerial++;
+            pagination = { nextPage: this.cycleUrl(this.specialSerial, 0, rule.length ?? 3), hasNextPage: true };
             break;
           default:
             break;

@@ -5,7 +5,7 @@
  * @module
  */
 import type { Argv, CommandModule, Options } from 'yargs';
-import { MOCK_API_FLAGS, mockApiOptionsFromFlags, startMockApi, type MockApiFlagValues } from '../../simulator/index.js';
+import { MOCK_API_FAULT_HELP, MOCK_API_FLAGS, mockApiOptionsFromFlags, startMockApi, type MockApiFlagValues } from '../../simulator/index.js';
 import { createLogger } from '../../log/logger.js';
 import type { CliContext } from '../context.js';
 
@@ -31,10 +31,12 @@ export function mockApiCommand(ctx: CliContext): CommandModule {
         }
         b = b.option(name, opt);
       }
-      return b.group(
-        MOCK_API_FLAGS.map((f) => f.flag.replace(/^--/, '')).filter((n) => !SHARED.has(n)),
-        'Simulator:',
-      );
+      return b
+        .group(
+          MOCK_API_FLAGS.map((f) => f.flag.replace(/^--/, '')).filter((n) => !SHARED.has(n)),
+          'Simulator:',
+        )
+        .epilogue(MOCK_API_FAULT_HELP);
     },
     handler: async (argv: Record<string, unknown>) => {
       const logger = createLogger({ level: String(argv['logLevel'] ?? 'info') });

@@ -1,7 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigError } from '../../../src/errors.js';
 import { decodeCursor, encodeCursor } from '../../../src/simulator/cursor.js';
-import { FaultRegistry, parseFaultSpec } from '../../../src/simulator/faults.js';
+import { FaultRegistry, parseFaultSpec, validateFaultRule, type FaultRule } from '../../../src/simulator/faults.js';
+import { reorderedJson, splitAtMessageEnd, withDuplicateIdKey, withEscapedKeys, withLoneSurrogateNote } from '../../../src/simulator/hostileJson.js';
+import { badToken } from '../../../src/simulator/server.js';
 
 describe('parseFaultSpec', () => {
   it('parses the main value, keys and infinity', () => {
@@ -94,5 +96,89 @@ describe('cursor', () => {
     expect(decodeCursor('!!!')).toBeUndefined();
     expect(decodeCursor(Buffer.from('{"v":1}').toString('base64url'))).toBeUndefined();
     expect(decodeCursor(encodeCursor({ ...c, after: 0 }))).toBeUndefined();
+  });
+});
+
+describe('hostile-input fault kinds: syntax and validation', () => {
+  it('parses each new kind with its main value and keys', () => {
+    expect(parseFaultSpec('events:loneSurrogate')).toEqual({ endpoint: 'events', kind: 'loneSurrogate' });
+    expect(parseFaultSpec('events:loneSurrogate=3')).toEqual({ endpoint: 'events', kind: 'loneSurrogate', event: 3 });
+    expect(parseFaultSpec('events:duplicateIdKey:event=2:times=4')).toEqual({ endpoint: 'events', kind: 'duplicateIdKey', event: 2, times: 4 });
+    expect(parseFaultSpec('events:duplicateEventsKey')).toEqual({ endpoint: 'events', kind: 'duplicateEventsKey' });
+    expect(parseFaultSpec('events:escapedKeys:after=1')).toEqual({ endpoint: 'events', kind: 'escapedKeys', after: 1 });
+    expect(parseFaultSpec('events:reorderedRedelivery')).toEqual({ endpoint: 'events', kind: 'reorderedRedelivery' });
+    expect(parseFaultSpec('events:emptyPagesForever:times=5')).toEqual({ endpoint: 'events', kind: 'emptyPagesForever', times: 5 });
+    expect(parseFaultSpec('events:nextPage=longCycle:length=4')).toEqual({ endpoint: 'events', kind: 'nextPage', variant: 'longCycle', length: 4 });
+    expect(parseFaultSpec('events:padEvents=20000000:times=30')).toEqual({ endpoint: 'events', kind: 'padEvents', bytes: 20_000_000, times: 30 });
+    expect(parseFaultSpec('events:padEvents:bytes=1000')).toEqual({ endpoint: 'events', kind: 'padEvents', bytes: 1000 });
+    expect(parseFaultSpec('events:drip=250')).toEqual({ endpoint: 'events', kind: 'drip', ms: 250 });
+    expect(parseFaultSpec('token:echoSecret')).toEqual({ endpoint: 'token', kind: 'echoSecret' });
+    expect(parseFaultSpec('token:badToken=nonAscii')).toEqual({ endpoint: 'token', kind: 'badToken', variant: 'nonAscii' });
+    expect(parseFaultSpec('sites:loneSurrogate')).toEqual({ endpoint: 'sites', kind: 'loneSurrogate' });
+  });
+
+  it('fills the defaults', () => {
+    expect(validateFaultRule({ endpoint: 'events', kind: 'loneSurrogate' })).toEqual({ endpoint: 'events', kind: 'loneSurrogate', event: 1, times: 1, after: 0 });
+    expect(validateFaultRule({ endpoint: 'events', kind: 'duplicateIdKey' }).event).toBe(1);
+    expect(validateFaultRule({ endpoint: 'events', kind: 'emptyPagesForever' }).times).toBe(Infinity);
+    expect(validateFaultRule({ endpoint: 'events', kind: 'nextPage', variant: 'longCycle' }).length).toBe(3);
+    expect(validateFaultRule({ endpoint: 'events', kind: 'drip' }).ms).toBe(5000);
+    expect(validateFaultRule({ endpoint: 'sites', kind: 'loneSurrogate' })).toEqual({ endpoint: 'sites', kind: 'loneSurrogate', times: 1, after: 0 });
+  });
+
+  it('refuses wrong endpoints and parameters', () => {
+    const bad: FaultRule[] = [
+      { endpoint: 'token', kind: 'loneSurrogate' },
+      { endpoint: 'sites', kind: 'escapedKeys' },
+      { endpoint: 'events', kind: 'echoSecret' },
+      { endpoint: 'sites', kind: 'badToken', variant: 'crlf' },
+      { endpoint: 'token', kind: 'badToken' },
+      { endpoint: 'token', kind: 'badToken', variant: 'otherOrigin' },
+      { endpoint: 'events', kind: 'nextPage', variant: 'crlf' },
+      { endpoint: 'events', kind: 'nextPage', variant: 'longCycle', length: 1 },
+      { endpoint: 'events', kind: 'padEvents' },
+      { endpoint: 'events', kind: 'padEvents', bytes: 0 },
+      { endpoint: 'events', kind: 'loneSurrogate', event: 0 },
+      { endpoint: 'events', kind: 'drip', ms: 0 },
+    ];
+    for (const rule of bad) expect(() => validateFaultRule(rule), JSON.stringify(rule)).toThrow(ConfigError);
+    expect(() => parseFaultSpec('events:echoSecret=1')).toThrow(ConfigError);
+  });
+});
+
+describe('hostileJson', () => {
+  const env = '{"id":"e1","publishedTime":"t","eventType":"v1.x","message":{"a":1,"b":[1,{"c":null}]},"traceId":"z"}';
+
+  it('appends a lone-surrogate note as the message\'s last member', () => {
+    expect(withLoneSurrogateNote(env)).toBe('{"id":"e1","publishedTime":"t","eventType":"v1.x","message":{"a":1,"b":[1,{"c":null}],"note":"x\\ud800y"},"traceId":"z"}');
+    expect(withLoneSurrogateNote('{"id":"e1","message":{}}')).toBe('{"id":"e1","message":{"note":"x\\ud800y"}}');
+  });
+
+  it('splits at the message end, dropping a member of the given name', () => {
+    expect(splitAtMessageEnd('{"id":"e1","message":{"pad":"old","a":1}}', 'pad')).toEqual({ head: '{"id":"e1","message":{"a":1', tail: '}}', empty: false });
+  });
+
+  it('escapes id and eventType keys only', () => {
+    expect(withEscapedKeys(env)).toBe('{"\\u0069d":"e1","publishedTime":"t","\\u0065ventType":"v1.x","message":{"a":1,"b":[1,{"c":null}]},"traceId":"z"}');
+    expect(JSON.parse(withEscapedKeys(env))).toEqual(JSON.parse(env));
+  });
+
+  it('duplicates the id key at the end', () => {
+    expect(withDuplicateIdKey('{"id":"e1","message":{}}')).toBe('{"id":"e1","message":{},"id":"e1-dup"}');
+  });
+
+  it('re-serialises with reversed keys and extra whitespace', () => {
+    expect(reorderedJson(JSON.parse(env))).toBe(
+      '{ "traceId" : "z" ,\n "message" : { "b" : [ 1 ,\n { "c" : null } ] ,\n "a" : 1 } ,\n "eventType" : "v1.x" ,\n "publishedTime" : "t" ,\n "id" : "e1" }',
+    );
+    expect(reorderedJson({ e: {}, f: [] })).toBe('{ "f" : [ ] ,\n "e" : { } }');
+  });
+});
+
+describe('badToken', () => {
+  it('makes each malformed token', () => {
+    expect(badToken('crlf')).toMatch(/^[\w-]+\.[\w-]+\.[\w-]+\r\nX-Injected: 1$/);
+    expect(badToken('nonAscii')).toMatch(/é$/);
+    expect(badToken('tooLong').length).toBe(102_400);
   });
 });

@@ -1,6 +1,8 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
+import { run } from '../../../src/cli/main.js';
 import { ConfigError } from '../../../src/errors.js';
-import { MOCK_API_FLAGS, MOCK_API_USAGE, mockApiOptionsFromFlags } from '../../../src/simulator/mockApiFlags.js';
+import { FAULT_PHASE } from '../../../src/simulator/faults.js';
+import { MOCK_API_FAULT_HELP, MOCK_API_FLAGS, MOCK_API_USAGE, mockApiOptionsFromFlags } from '../../../src/simulator/mockApiFlags.js';
 
 describe('mockApiOptionsFromFlags', () => {
   it('maps every flag onto MockApiOptions', () => {
@@ -49,5 +51,27 @@ describe('mockApiOptionsFromFlags', () => {
       expect(MOCK_API_FLAGS.some((x) => x.flag === f)).toBe(true);
       expect(MOCK_API_USAGE).toContain(f);
     }
+  });
+});
+
+describe('mock-api --help', () => {
+  it('names every fault kind and key', () => {
+    for (const kind of Object.keys(FAULT_PHASE)) expect(MOCK_API_FAULT_HELP, kind).toContain(kind);
+    for (const key of ['event', 'length', 'bytes', 'longCycle', 'crlf', 'nonAscii', 'tooLong']) expect(MOCK_API_FAULT_HELP).toContain(key);
+    expect(MOCK_API_USAGE).toContain(MOCK_API_FAULT_HELP);
+  });
+
+  it('prints the fault kinds in the command help', async () => {
+    const out: string[] = [];
+    const log = vi.spyOn(console, 'log').mockImplementation((...a: unknown[]) => void out.push(a.join(' ')));
+    try {
+      await run(['mock-api', '--help'], { handleSignals: false });
+    } finally {
+      log.mockRestore();
+    }
+    const help = out.join('\n');
+    expect(help).toContain('--synthetic-events');
+    expect(help).toContain('padEvents=<bytes>');
+    expect(help).toContain('badToken=<crlf|nonAscii|tooLong>');
   });
 });
