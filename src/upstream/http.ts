@@ -35,6 +35,14 @@ export interface HttpPolicy {
   headersTimeoutMs: number;
   /** Longest silence between two body chunks, ms (not the whole body). Default 30 000. */
   bodyTimeoutMs: number;
+  /**
+   * Longest time for the whole response body, ms, counted from the arrival of the response
+   * head. Default 120 000. A body still incomplete then (e.g. one byte every few seconds,
+   * which never trips {@link HttpPolicy.bodyTimeoutMs}) is destroyed, its connection closed,
+   * and the attempt fails like a body timeout: retried, then
+   * {@link UpstreamUnavailableError} (exit 4). Clamped to the time left before the deadline.
+   */
+  bodyTotalTimeoutMs: number;
   /** Attempts for a GET, the first try included. Default 6 (1 try + 5 retries). */
   maxAttempts: number;
   /** Attempts for a POST (the token request), first try included. Default 4. */
@@ -67,6 +75,7 @@ export const DEFAULT_HTTP_POLICY: Readonly<HttpPolicy> = Object.freeze({
   connectTimeoutMs: 10_000,
   headersTimeoutMs: 30_000,
   bodyTimeoutMs: 30_000,
+  bodyTotalTimeoutMs: 120_000,
   maxAttempts: 6,
   maxPostAttempts: 4,
   minRetryDelayMs: 500,
@@ -339,8 +348,9 @@ export class HttpClient {
           bodyTimeout: Math.min(this.policy.bodyTimeoutMs, remaining),
         });
         const status = res.statusCode;
+        const bodyMs = Math.min(this.policy.bodyTotalTimeoutMs, remaining);
         if (status >= 300 && status < 400) {
-          await dump(res.body);
+          await dump(res.body, bodyMs);
           const location = headerValue(res.headers.location);
           throw new UpstreamContractError(
             `${method} ${where} answered HTTP ${status}, a redirect${location ? ` to ${redactUrl(safeResolve(location, target))}` : ''}; redirects are not followed`,
@@ -348,12 +358,12 @@ export class HttpClient {
           );
         }
         if (status === 408 || status === 429 || status >= 500) {
-          await dump(res.body);
+          await dump(res.body, bodyMs);
           const retryAfterMs = parseRetryAfter(res.headers['retry-after'], this.now());
           failure = { reason: `HTTP ${status}`, status, ...(retryAfterMs === undefined ? {} : { retryAfterMs }) };
           this.log.debug({ ...logFields, status, attempt, durationMs: this.now() - started }, 'upstream response');
         } else {
-          const { text, bytes } = await this.readBody(res, method, where);
+          const { text, bytes } = await this.readBody(res, method, where, bodyMs);
           const response: HttpResponse<T> = { status, headers: res.headers, bodyText: text, bytes, url: spec.url };
           if (opts.parse && status < 300) response.parsed = opts.parse(response as HttpResponse);
           this.log.debug({ ...logFields, status, attempt, bytes, durationMs: this.now() - started }, 'upstream response');
@@ -410,8 +420,12 @@ export class HttpClient {
     }
   }
 
-  /** Reads the whole body with the size limit, strict UTF-8. */
-  private async readBody(res: Dispatcher.ResponseData, method: string, where: string): Promise<{ text: string; bytes: number }> {
+  /**
+   * Reads the whole body with the size limit, strict UTF-8, within `totalMs` of the call.
+   * @throws {TransientBodyError} when the body is not complete within `totalMs` (the stream
+   *   is destroyed, so its connection is closed, not reused)
+   */
+  private async readBody(res: Dispatcher.ResponseData, method: string, where: string, totalMs: number): Promise<{ text: string; bytes: number }> {
     const limit = this.policy.maxResponseBytes;
     const declared = Number(headerValue(res.headers['content-length']));
     if (Number.isFinite(declared) && declared > limit) {
@@ -425,10 +439,24 @@ export class HttpClient {
     }
     const chunks: Buffer[] = [];
     let bytes = 0;
-    for await (const chunk of res.body as AsyncIterable<Buffer>) {
-      bytes += chunk.length;
-      if (bytes > limit) throw this.oversize(method, where);
-      chunks.push(chunk);
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      res.body.destroy(new TransientBodyError('body total timeout'));
+    }, totalMs);
+    try {
+      for await (const chunk of res.body as AsyncIterable<Buffer>) {
+        bytes += chunk.length;
+        if (bytes > limit) throw this.oversize(method, where);
+        chunks.push(chunk);
+      }
+    } catch (err) {
+      if (timedOut) throw new TransientBodyError(`body total timeout (not complete within ${totalMs} ms of the response head; ${bytes} bytes received)`);
+      throw err;
+    } finally {
+      clearTimeout(timer);
+      // Leaves nothing half read on the connection (a no-op once the body has ended).
+      if (!res.body.readableEnded) res.body.destroy();
     }
     try {
       return { text: UTF8.decode(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, bytes)), bytes };
@@ -479,11 +507,17 @@ function safeResolve(location: string, base: URL): string {
   }
 }
 
-/** Consumes and discards a body so the connection can be reused (or closed). */
-async function dump(body: Dispatcher.ResponseData['body']): Promise<void> {
+/**
+ * Consumes and discards a body so the connection can be reused, or closes it when the body
+ * is over 256 KiB or takes longer than `totalMs`.
+ */
+async function dump(body: Dispatcher.ResponseData['body'], totalMs: number): Promise<void> {
+  const timer = setTimeout(() => body.destroy(), totalMs);
   try {
     await body.dump({ limit: 256 * 1024 });
   } catch {
     // A body that fails while being discarded changes nothing: the status decides.
+  } finally {
+    clearTimeout(timer);
   }
 }

@@ -294,3 +294,54 @@ describe('HttpClient retries', () => {
     expect(s.requests).toHaveLength(3);
   });
 });
+
+describe('whole-body deadline (bodyTotalTimeoutMs)', () => {
+  /** A response that sends its head, then one byte every 200 ms: never silent long enough for bodyTimeoutMs. */
+  function drip(status: number, closed: { n: number }) {
+    return stub((_req, res) => {
+      res.writeHead(status, { 'content-type': 'application/json', 'content-length': 1000 });
+      const timer = setInterval(() => res.write(' '), 200);
+      res.on('close', () => {
+        clearInterval(timer);
+        closed.n += 1;
+      });
+    });
+  }
+
+  it('a body dripping one byte every 200 ms: total timeout, retried, exit 4 within a bounded time; connections closed', async () => {
+    const closed = { n: 0 };
+    const s = await drip(200, closed);
+    const { http } = client({ bodyTimeoutMs: 2_000, bodyTotalTimeoutMs: 1_000, maxAttempts: 2 });
+    const started = Date.now();
+    const err = await rejection(http.getText(`${s.origin}/x`, {}));
+    const elapsed = Date.now() - started;
+    expect(err).toBeInstanceOf(UpstreamUnavailableError);
+    expect((err as UpstreamUnavailableError).exitCode).toBe(4);
+    expect(err.message).toContain('failed after 2 attempts; last: body total timeout');
+    expect(s.requests).toHaveLength(2);
+    expect(elapsed).toBeGreaterThanOrEqual(1_900);
+    expect(elapsed).toBeLessThan(4_000);
+    // Both bodies were destroyed: the server sees both connections close, none is left dripping.
+    await new Promise((r) => setTimeout(r, 100));
+    expect(closed.n).toBe(2);
+  });
+
+  it('a dripping 503 body being discarded is cut at the same deadline', async () => {
+    const closed = { n: 0 };
+    const s = await drip(503, closed);
+    const { http } = client({ bodyTimeoutMs: 2_000, bodyTotalTimeoutMs: 600, maxAttempts: 2 });
+    const started = Date.now();
+    const err = await rejection(http.getText(`${s.origin}/x`, {}));
+    expect(err).toBeInstanceOf(UpstreamUnavailableError);
+    expect(err.message).toContain('last: HTTP 503');
+    expect(Date.now() - started).toBeLessThan(3_000);
+    await new Promise((r) => setTimeout(r, 100));
+    expect(closed.n).toBe(2);
+  });
+
+  it('the default is 120 000 ms', async () => {
+    const http = new HttpClient();
+    expect(http.policy.bodyTotalTimeoutMs).toBe(120_000);
+    await http.close();
+  });
+});
