@@ -13,12 +13,12 @@
  *
  * @module
  */
-import type { Logger } from 'pino';
 import { ConfigError } from '../errors.js';
 import { silentLogger } from '../log/logger.js';
 import { EventStore } from './eventStore.js';
 import { FaultRegistry, parseFaultSpec, validateFaultRule, type FaultController, type FaultRule } from './faults.js';
 import { Rng } from './prng.js';
+import { MockApiOptionsSchema, type MockApiOptions, type ResolvedMockApiOptions } from './options.js';
 import { MockServer, type MockApiStats, type ServerSettings } from './server.js';
 import { generateTrialSites, trialIdOf, type TrialSite } from './sites.js';
 import { generateStory } from './story.js';
@@ -26,8 +26,8 @@ import { generateSynthetic } from './synthetic.js';
 import { deriveTruth, expectedEvents, type ExpectedEventsFilter } from './truth.js';
 import type { GroundTruth, SiteRecord, TruthContactAttempt, TruthEvent, TruthPatient } from './types.js';
 
-export { expectedEvents, parseFaultSpec, validateFaultRule };
-export type { ExpectedEventsFilter, FaultController, FaultRule, MockApiStats };
+export { expectedEvents, MockApiOptionsSchema, parseFaultSpec, validateFaultRule };
+export type { ExpectedEventsFilter, FaultController, FaultRule, MockApiOptions, MockApiStats, ResolvedMockApiOptions };
 export type { BadTokenVariant, FaultEndpoint, FaultKind, FiredFault, NextPageVariant, PendingFault } from './faults.js';
 export type { RequestLogEntry } from './server.js';
 export type { EdgeCase, GroundTruth, SiteRecord, TruthContactAttempt, TruthEvent, TruthPatient, TruthStatus } from './types.js';
@@ -45,87 +45,6 @@ export {
   STATUS_CHANGED,
   SUBJECT_ID_UPDATED,
 } from './eventTypes.js';
-
-/** Options of {@link startMockApi}. Every field is optional; defaults in `@default`. */
-export interface MockApiOptions {
-  /** Interface to bind. @default '127.0.0.1' */
-  host?: string;
-  /** TCP port; 0 picks a free one. @default 0 */
-  port?: number;
-  /** Seed of all generated data: same options → byte-identical stream. @default 1 */
-  seed?: number;
-  /** Number of trials, ids `TRIAL-001`, `TRIAL-002`, …. @default 2 */
-  trials?: number;
-  /** Sites per trial. @default 4 */
-  sitesPerTrial?: number;
-  /** Patients (referrals) per trial in the story data set. @default 150 */
-  patientsPerTrial?: number;
-  /** First referral time (ISO 8601); referrals spread over the following 8 weeks. @default '2026-01-05T08:00:00.000Z' */
-  startTime?: string;
-  /** Accepted `client_id` (spec §2.1). @default 'demo-client-id' */
-  clientId?: string;
-  /** Accepted `client_secret` (spec §2.1). @default 'demo-client-secret' */
-  clientSecret?: string;
-  /** Accepted `audience` (spec §2.1); another audience gets 403. @default 'https://reporting.example-recruit.test' */
-  audience?: string;
-  /** Token lifetime in seconds, `expires_in` (spec §2.2, §3). @default 3600 */
-  tokenLifetimeSeconds?: number;
-  /** Page size when no `limit` is sent (spec §8 leaves it open). @default 100 */
-  defaultLimit?: number;
-  /** Largest page size: a larger `limit` is clamped to it, not refused. @default 1000 */
-  maxLimit?: number;
-  /** The study-website (microsite) id served by the site list (spec §4.2). @default 'ms-demo' */
-  micrositeId?: string;
-  /** Origins allowed to read the site list (spec §4.2, §5.6). @default ['https://study.example.org'] */
-  allowedOrigins?: string[];
-  /**
-   * Schema drift (spec §2.4, §9): some envelopes carry the type under `name`, some
-   * envelopes and messages carry unknown keys, and never-requested types
-   * (`v1.patient.subjectIdUpdated`, `v1.patient.commentUpdated`) appear. Off: only
-   * `eventType`, no unknown keys or types; both contact-attempt spellings, v2 creation
-   * and unknown enum values remain (spec §6, §9.3). @default true
-   */
-  drift?: boolean;
-  /** Share (0..1) of the generated stream visible at start; `grow()` releases the rest. @default 1 */
-  releaseFraction?: number;
-  /** Release `events` more events every `intervalMs` ms while running (timer is unref'd). */
-  growEvery?: { intervalMs: number; events: number };
-  /**
-   * Instead of the story data set, generate exactly this many simple events of the four
-   * default types (benchmarks; up to 10,000,000). `truth.events`, `truth.patients` and
-   * `truth.contactAttempts` are then computed lazily on first access.
-   */
-  syntheticEvents?: number;
-  /** Fault rules active from the start (see {@link FaultRule}). */
-  faults?: FaultRule[];
-  /** Clock in epoch ms (token expiry); default `Date.now`. */
-  now?: () => number;
-  /** Logger (debug line per request, never tokens or payloads); default silent. */
-  logger?: Logger;
-}
-
-/** The options as resolved (defaults filled). `port` is the bound port; `tokenLifetimeSeconds` follows runtime changes. */
-export interface ResolvedMockApiOptions {
-  host: string;
-  port: number;
-  seed: number;
-  trials: number;
-  sitesPerTrial: number;
-  patientsPerTrial: number;
-  startTime: string;
-  clientId: string;
-  clientSecret: string;
-  audience: string;
-  tokenLifetimeSeconds: number;
-  defaultLimit: number;
-  maxLimit: number;
-  micrositeId: string;
-  allowedOrigins: string[];
-  drift: boolean;
-  releaseFraction: number;
-  growEvery?: { intervalMs: number; events: number };
-  syntheticEvents?: number;
-}
 
 /** A running simulator. */
 export interface MockApi {
@@ -151,46 +70,18 @@ export interface MockApi {
   close(): Promise<void>;
 }
 
-const DAY_RE = /^\d{4}-\d{2}-\d{2}T/;
-
+/**
+ * Validates `o` and fills the defaults ({@link MockApiOptionsSchema}).
+ *
+ * @throws ConfigError naming every invalid option at once
+ */
 function resolveOptions(o: MockApiOptions): ResolvedMockApiOptions {
-  const problems: string[] = [];
-  const int = (name: string, v: number | undefined, def: number, min: number, max = Number.MAX_SAFE_INTEGER): number => {
-    const x = v ?? def;
-    if (!Number.isInteger(x) || x < min || x > max) problems.push(`${name} must be an integer in ${min}..${max}`);
-    return x;
-  };
-  const r: ResolvedMockApiOptions = {
-    host: o.host ?? '127.0.0.1',
-    port: int('port', o.port, 0, 0, 65535),
-    seed: int('seed', o.seed, 1, -2147483648, 4294967295),
-    trials: int('trials', o.trials, 2, 1, 999),
-    sitesPerTrial: int('sitesPerTrial', o.sitesPerTrial, 4, 1, 500),
-    patientsPerTrial: int('patientsPerTrial', o.patientsPerTrial, 150, 0, 1_000_000),
-    startTime: o.startTime ?? '2026-01-05T08:00:00.000Z',
-    clientId: o.clientId ?? 'demo-client-id',
-    clientSecret: o.clientSecret ?? 'demo-client-secret',
-    audience: o.audience ?? 'https://reporting.example-recruit.test',
-    tokenLifetimeSeconds: int('tokenLifetimeSeconds', o.tokenLifetimeSeconds, 3600, 1),
-    defaultLimit: int('defaultLimit', o.defaultLimit, 100, 1),
-    maxLimit: int('maxLimit', o.maxLimit, 1000, 1),
-    micrositeId: o.micrositeId ?? 'ms-demo',
-    allowedOrigins: [...(o.allowedOrigins ?? ['https://study.example.org'])],
-    drift: o.drift ?? true,
-    releaseFraction: o.releaseFraction ?? 1,
-  };
-  if (!DAY_RE.test(r.startTime) || Number.isNaN(Date.parse(r.startTime))) problems.push('startTime must be an ISO 8601 timestamp');
-  if (!(r.releaseFraction >= 0 && r.releaseFraction <= 1)) problems.push('releaseFraction must be within 0..1');
-  if (r.defaultLimit > r.maxLimit) problems.push('defaultLimit must not exceed maxLimit');
-  if (o.growEvery !== undefined) {
-    const g = o.growEvery;
-    if (!Number.isInteger(g.intervalMs) || g.intervalMs < 1 || !Number.isInteger(g.events) || g.events < 1)
-      problems.push('growEvery needs positive integers intervalMs and events');
-    r.growEvery = { ...g };
+  const parsed = MockApiOptionsSchema.safeParse(o);
+  if (!parsed.success) {
+    throw new ConfigError(`invalid mock-api options: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(options)'} ${i.message}`).join('; ')}`);
   }
-  if (o.syntheticEvents !== undefined) r.syntheticEvents = int('syntheticEvents', o.syntheticEvents, 0, 0, 50_000_000);
-  if (problems.length > 0) throw new ConfigError(`invalid mock-api options: ${problems.join('; ')}`);
-  return r;
+  const { faults: _faults, now: _now, logger: _logger, ...resolved } = parsed.data;
+  return resolved;
 }
 
 /** Ground truth over a store; story events given, synthetic ones parsed lazily. */

@@ -1,81 +1,97 @@
 /**
- * Flag descriptions of the `mock-api` command and their mapping onto
- * {@link MockApiOptions}, for the CLI author (DESIGN.md "CLI contract": every option is
- * also an environment variable `RECRUIT_ETL_<OPTION>`; yargs does that).
+ * The flags of the `mock-api` command, derived from {@link MockApiOptionsSchema} (names,
+ * types, descriptions, defaults), and their mapping back onto {@link MockApiOptions}. Every
+ * flag is also an environment variable `RECRUIT_ETL_<FLAG_IN_UPPER_SNAKE>` (yargs `.env()`
+ * in the CLI), e.g. `RECRUIT_ETL_SEED`, `RECRUIT_ETL_TOKEN_LIFETIME`.
  *
  * @module
  */
+import { z } from 'zod';
 import { ConfigError } from '../errors.js';
-import { parseFaultSpec, type FaultRule } from './faults.js';
-import type { MockApiOptions } from './index.js';
+import { flagMeta, MockApiOptionsSchema, type FlagMeta, type MockApiOptions } from './options.js';
 
 /** One flag of the `mock-api` command. */
 export interface MockApiFlag {
   /** The flag as typed, e.g. `--sites-per-trial`. */
   flag: string;
-  /** The camelCase key yargs produces (and {@link mockApiOptionsFromFlags} reads). */
-  key: keyof MockApiFlagValues;
+  /** The camelCase key yargs produces (and {@link mockApiOptionsFromFlags} reads), e.g. `sitesPerTrial`. */
+  key: string;
+  /** Where the value goes in {@link MockApiOptions}: `['sitesPerTrial']`, `['growEvery', 'intervalMs']`. */
+  path: readonly [string] | readonly [string, string];
   type: 'number' | 'string' | 'boolean' | 'array';
   /** One line for `--help`. */
   description: string;
   /** Default shown in help (the simulator applies it; leave it unset in yargs to keep "not given" visible). */
   default?: string | number | boolean;
+  /** True when the flag is needed whenever another flag of the same option object is given. */
+  required: boolean;
+  /** Array flags: split values at commas. */
+  commaSeparated: boolean;
+  /** Array flags: turns one value into one item. */
+  parseItem?: (text: string) => unknown;
 }
 
-/** Flag values after parsing (camelCase keys, as yargs gives them). Absent = default. */
-export interface MockApiFlagValues {
-  host?: string;
-  port?: number;
-  seed?: number;
-  trials?: number;
-  sitesPerTrial?: number;
-  patientsPerTrial?: number;
-  startTime?: string;
-  clientId?: string;
-  clientSecret?: string;
-  audience?: string;
-  tokenLifetime?: number;
-  defaultLimit?: number;
-  maxLimit?: number;
-  micrositeId?: string;
-  allowedOrigin?: string | string[];
-  drift?: boolean;
-  releaseFraction?: number;
-  growEveryMs?: number;
-  growEvents?: number;
-  syntheticEvents?: number;
-  fault?: string | string[];
+/** Flag values after parsing (yargs' camelCase keys of {@link MOCK_API_FLAGS}). Absent = default. */
+export type MockApiFlagValues = Readonly<Record<string, string | number | boolean | readonly string[] | undefined>>;
+
+const kebab = (key: string): string => key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
+const camel = (flag: string): string => flag.replace(/-([a-z])/g, (_, c: string) => c.toUpperCase());
+
+/** The schema under `.optional()` / `.default()`, with the default when there is one. */
+function unwrap(schema: z.ZodType): { inner: z.ZodType; default?: unknown } {
+  let s = schema;
+  let def: unknown;
+  for (;;) {
+    if (s instanceof z.ZodDefault) {
+      def ??= s.def.defaultValue;
+      s = s.def.innerType as z.ZodType;
+    } else if (s instanceof z.ZodOptional) s = s.def.innerType as z.ZodType;
+    else return def === undefined ? { inner: s } : { inner: s, default: def };
+  }
 }
 
-/** Every flag of `mock-api`, in help order. */
-export const MOCK_API_FLAGS: readonly MockApiFlag[] = [
-  { flag: '--host', key: 'host', type: 'string', description: 'interface to bind', default: '127.0.0.1' },
-  { flag: '--port', key: 'port', type: 'number', description: 'TCP port (0 = any free port)', default: 0 },
-  { flag: '--seed', key: 'seed', type: 'number', description: 'seed of the generated data (same seed, same data)', default: 1 },
-  { flag: '--trials', key: 'trials', type: 'number', description: 'number of trials (TRIAL-001, TRIAL-002, ...)', default: 2 },
-  { flag: '--sites-per-trial', key: 'sitesPerTrial', type: 'number', description: 'sites per trial', default: 4 },
-  { flag: '--patients-per-trial', key: 'patientsPerTrial', type: 'number', description: 'referred patients per trial', default: 150 },
-  { flag: '--start-time', key: 'startTime', type: 'string', description: 'first referral time (ISO 8601)', default: '2026-01-05T08:00:00.000Z' },
-  { flag: '--client-id', key: 'clientId', type: 'string', description: 'accepted client_id', default: 'demo-client-id' },
-  { flag: '--client-secret', key: 'clientSecret', type: 'string', description: 'accepted client_secret (demo value; not a real secret)', default: 'demo-client-secret' },
-  { flag: '--audience', key: 'audience', type: 'string', description: 'accepted audience', default: 'https://reporting.example-recruit.test' },
-  { flag: '--token-lifetime', key: 'tokenLifetime', type: 'number', description: 'token lifetime in seconds (expires_in)', default: 3600 },
-  { flag: '--default-limit', key: 'defaultLimit', type: 'number', description: 'page size when no limit is sent', default: 100 },
-  { flag: '--max-limit', key: 'maxLimit', type: 'number', description: 'largest page size; larger limits are clamped', default: 1000 },
-  { flag: '--microsite-id', key: 'micrositeId', type: 'string', description: 'study-website id of the site list', default: 'ms-demo' },
-  { flag: '--allowed-origin', key: 'allowedOrigin', type: 'array', description: 'origin allowed to read the site list (repeatable)', default: 'https://study.example.org' },
-  { flag: '--drift', key: 'drift', type: 'boolean', description: 'schema drift: name-keyed envelopes, unknown keys and types (--no-drift to turn off)', default: true },
-  { flag: '--release-fraction', key: 'releaseFraction', type: 'number', description: 'share (0..1) of the stream visible at start', default: 1 },
-  { flag: '--grow-every-ms', key: 'growEveryMs', type: 'number', description: 'release more events every N ms (with --grow-events, default 10)' },
-  { flag: '--grow-events', key: 'growEvents', type: 'number', description: 'events released per --grow-every-ms tick' },
-  { flag: '--synthetic-events', key: 'syntheticEvents', type: 'number', description: 'serve N synthetic events instead of the story data set (benchmarks)' },
-  {
-    flag: '--fault',
-    key: 'fault',
-    type: 'array',
-    description: 'inject a fault, repeatable: <endpoint>:<kind>[=<value>][:<key>=<value>]..., e.g. events:status=503:times=3',
-  },
-];
+function flagOf(path: MockApiFlag['path'], schema: z.ZodType): MockApiFlag | undefined {
+  const meta: FlagMeta = flagMeta.get(schema) ?? {};
+  if (meta.cli === false) return undefined;
+  const { inner, default: def } = unwrap(schema);
+  const type =
+    inner instanceof z.ZodNumber ? 'number' : inner instanceof z.ZodString ? 'string' : inner instanceof z.ZodBoolean ? 'boolean' : inner instanceof z.ZodArray ? 'array' : undefined;
+  if (type === undefined) throw new Error(`mock-api option ${path.join('.')}: no flag type for this schema; register { cli: false }`);
+  const name = meta.flag ?? path.map(kebab).join('-');
+  const f: MockApiFlag = {
+    flag: `--${name}`,
+    key: camel(name),
+    path,
+    type,
+    description: meta.help ?? schema.description ?? '',
+    required: !schema.safeParse(undefined).success,
+    commaSeparated: meta.commaSeparated === true,
+  };
+  if (def !== undefined) f.default = Array.isArray(def) ? def.join(',') : (def as string | number | boolean);
+  if (meta.parseItem !== undefined) f.parseItem = meta.parseItem;
+  return f;
+}
+
+/** Derives the flags from the schema's shape: one per field, one per member of an object field. */
+function deriveFlags(): MockApiFlag[] {
+  const flags: MockApiFlag[] = [];
+  for (const [key, field] of Object.entries(MockApiOptionsSchema.shape) as Array<[string, z.ZodType]>) {
+    const { inner } = unwrap(field);
+    if (inner instanceof z.ZodObject && flagMeta.get(field) === undefined) {
+      for (const [sub, member] of Object.entries(inner.shape as Record<string, z.ZodType>)) {
+        const f = flagOf([key, sub], member);
+        if (f !== undefined) flags.push(f);
+      }
+    } else {
+      const f = flagOf([key], field);
+      if (f !== undefined) flags.push(f);
+    }
+  }
+  return flags;
+}
+
+/** Every flag of `mock-api`, in the schema's order. */
+export const MOCK_API_FLAGS: readonly MockApiFlag[] = deriveFlags();
 
 /** The fault kinds and their parameters, for `--help` (details: the `FaultRule` TSDoc in faults.ts). */
 export const MOCK_API_FAULT_HELP: string = [
@@ -112,38 +128,38 @@ export const MOCK_API_USAGE: string = [
   MOCK_API_FAULT_HELP,
 ].join('\n');
 
-const list = (v: string | string[] | undefined): string[] => (v === undefined ? [] : Array.isArray(v) ? v : [v]);
+const list = (v: unknown): string[] => (v === undefined ? [] : Array.isArray(v) ? v.map(String) : [String(v)]);
 
 /**
- * Maps parsed `mock-api` flags onto {@link MockApiOptions} (the logger is the caller's).
- * Range checks happen in `startMockApi`.
+ * Maps parsed `mock-api` flags (yargs' camelCase keys) onto {@link MockApiOptions}; the
+ * logger is the caller's. Only given flags appear in the result; types and ranges are
+ * checked by `startMockApi` (the schema).
  *
- * @throws ConfigError when a fault spec is invalid or `--grow-events` comes without `--grow-every-ms`
+ * @throws ConfigError when a fault spec is invalid, or a flag of an option object comes
+ *   without the flag it needs (`--grow-events` without `--grow-every-ms`)
  */
 export function mockApiOptionsFromFlags(flags: MockApiFlagValues): MockApiOptions {
-  const o: MockApiOptions = {};
-  if (flags.host !== undefined) o.host = flags.host;
-  if (flags.port !== undefined) o.port = flags.port;
-  if (flags.seed !== undefined) o.seed = flags.seed;
-  if (flags.trials !== undefined) o.trials = flags.trials;
-  if (flags.sitesPerTrial !== undefined) o.sitesPerTrial = flags.sitesPerTrial;
-  if (flags.patientsPerTrial !== undefined) o.patientsPerTrial = flags.patientsPerTrial;
-  if (flags.startTime !== undefined) o.startTime = flags.startTime;
-  if (flags.clientId !== undefined) o.clientId = flags.clientId;
-  if (flags.clientSecret !== undefined) o.clientSecret = flags.clientSecret;
-  if (flags.audience !== undefined) o.audience = flags.audience;
-  if (flags.tokenLifetime !== undefined) o.tokenLifetimeSeconds = flags.tokenLifetime;
-  if (flags.defaultLimit !== undefined) o.defaultLimit = flags.defaultLimit;
-  if (flags.maxLimit !== undefined) o.maxLimit = flags.maxLimit;
-  if (flags.micrositeId !== undefined) o.micrositeId = flags.micrositeId;
-  const origins = list(flags.allowedOrigin).flatMap((x) => x.split(',')).map((x) => x.trim()).filter((x) => x.length > 0);
-  if (origins.length > 0) o.allowedOrigins = origins;
-  if (flags.drift !== undefined) o.drift = flags.drift;
-  if (flags.releaseFraction !== undefined) o.releaseFraction = flags.releaseFraction;
-  if (flags.growEveryMs !== undefined) o.growEvery = { intervalMs: flags.growEveryMs, events: flags.growEvents ?? 10 };
-  else if (flags.growEvents !== undefined) throw new ConfigError('--grow-events needs --grow-every-ms');
-  if (flags.syntheticEvents !== undefined) o.syntheticEvents = flags.syntheticEvents;
-  const faults: FaultRule[] = list(flags.fault).map(parseFaultSpec);
-  if (faults.length > 0) o.faults = faults;
-  return o;
+  const o: Record<string, unknown> = {};
+  const given = new Set<MockApiFlag>();
+  for (const f of MOCK_API_FLAGS) {
+    const raw = flags[f.key];
+    if (raw === undefined) continue;
+    let value: unknown = raw;
+    if (f.type === 'array') {
+      let items = list(raw);
+      if (f.commaSeparated) items = items.flatMap((x) => x.split(',')).map((x) => x.trim()).filter((x) => x.length > 0);
+      if (items.length === 0) continue;
+      value = f.parseItem === undefined ? items : items.map(f.parseItem);
+    }
+    given.add(f);
+    const [key, sub] = f.path;
+    if (sub === undefined) o[key] = value;
+    else o[key] = { ...(o[key] as Record<string, unknown> | undefined), [sub]: value };
+  }
+  for (const f of MOCK_API_FLAGS) {
+    if (!f.required || f.path.length < 2 || given.has(f) || o[f.path[0]] === undefined) continue;
+    const other = [...given].find((g) => g.path[0] === f.path[0])!;
+    throw new ConfigError(`${other.flag} needs ${f.flag}`);
+  }
+  return o as MockApiOptions;
 }

@@ -12,7 +12,7 @@ import type { Socket } from 'node:net';
 import type { Logger } from 'pino';
 import { decodeCursor, encodeCursor } from './cursor.js';
 import { eventIndexOfId } from './eventIds.js';
-import type { ResolvedMockApiOptions } from './index.js';
+import type { ResolvedMockApiOptions } from './options.js';
 import type { EventStore, StreamFilter } from './eventStore.js';
 import type { BadTokenVariant, FaultEndpoint, FaultRegistry, FaultRule } from './faults.js';
 import { LONE_SURROGATE, reorderedJson, splitAtMessageEnd, withDuplicateIdKey, withEscapedKeys, withLoneSurrogateNote } from './hostileJson.js';

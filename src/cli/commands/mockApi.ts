@@ -12,12 +12,16 @@ import type { CliContext } from '../context.js';
 /** Options already declared for every command (same meaning here: what the simulator accepts). */
 const SHARED = new Set(['client-id', 'client-secret', 'audience', 'microsite-id']);
 
-/** The yargs module of `mock-api`. */
+/**
+ * The yargs module of `mock-api`: its flags are derived from the simulator's option schema
+ * (`MOCK_API_FLAGS`), so every flag is also `RECRUIT_ETL_<FLAG>` through the CLI's `.env()`.
+ */
 export function mockApiCommand(ctx: CliContext): CommandModule {
   return {
     command: 'mock-api',
     describe: 'serve the simulator of the upstream API (token, events, site list) on a local port',
     builder: (y: Argv) => {
+      // The command's own port default (the demo's); startMockApi's is 0.
       let b = y.option('port', { type: 'number', default: 8787, describe: 'TCP port (0 = any free port)' });
       for (const f of MOCK_API_FLAGS) {
         const name = f.flag.replace(/^--/, '');

@@ -1,8 +1,12 @@
 import { describe, expect, it, vi } from 'vitest';
+import yargs, { type Argv } from 'yargs';
+import { mockApiCommand } from '../../../src/cli/commands/mockApi.js';
+import type { CliContext } from '../../../src/cli/context.js';
 import { run } from '../../../src/cli/main.js';
 import { ConfigError } from '../../../src/errors.js';
 import { FAULT_PHASE } from '../../../src/simulator/faults.js';
-import { MOCK_API_FAULT_HELP, MOCK_API_FLAGS, MOCK_API_USAGE, mockApiOptionsFromFlags } from '../../../src/simulator/mockApiFlags.js';
+import { MOCK_API_FAULT_HELP, MOCK_API_FLAGS, MOCK_API_USAGE, mockApiOptionsFromFlags, type MockApiFlagValues } from '../../../src/simulator/mockApiFlags.js';
+import { MockApiOptionsSchema } from '../../../src/simulator/options.js';
 
 describe('mockApiOptionsFromFlags', () => {
   it('maps every flag onto MockApiOptions', () => {
@@ -73,5 +77,89 @@ describe('mock-api --help', () => {
     expect(help).toContain('--synthetic-events');
     expect(help).toContain('padEvents=<bytes>');
     expect(help).toContain('badToken=<crlf|nonAscii|tooLong>');
+  });
+});
+
+describe('one schema for options, defaults and flags', () => {
+  it('derives the same flags, types and defaults as before', () => {
+    expect(MOCK_API_FLAGS.map((f) => [f.flag, f.key, f.type, f.default])).toEqual([
+      ['--host', 'host', 'string', '127.0.0.1'],
+      ['--port', 'port', 'number', 0],
+      ['--seed', 'seed', 'number', 1],
+      ['--trials', 'trials', 'number', 2],
+      ['--sites-per-trial', 'sitesPerTrial', 'number', 4],
+      ['--patients-per-trial', 'patientsPerTrial', 'number', 150],
+      ['--start-time', 'startTime', 'string', '2026-01-05T08:00:00.000Z'],
+      ['--client-id', 'clientId', 'string', 'demo-client-id'],
+      ['--client-secret', 'clientSecret', 'string', 'demo-client-secret'],
+      ['--audience', 'audience', 'string', 'https://reporting.example-recruit.test'],
+      ['--token-lifetime', 'tokenLifetime', 'number', 3600],
+      ['--default-limit', 'defaultLimit', 'number', 100],
+      ['--max-limit', 'maxLimit', 'number', 1000],
+      ['--microsite-id', 'micrositeId', 'string', 'ms-demo'],
+      ['--allowed-origin', 'allowedOrigin', 'array', 'https://study.example.org'],
+      ['--drift', 'drift', 'boolean', true],
+      ['--release-fraction', 'releaseFraction', 'number', 1],
+      ['--grow-every-ms', 'growEveryMs', 'number', undefined],
+      ['--grow-events', 'growEvents', 'number', 10],
+      ['--synthetic-events', 'syntheticEvents', 'number', undefined],
+      ['--fault', 'fault', 'array', undefined],
+    ]);
+    for (const f of MOCK_API_FLAGS) expect(f.description.length, f.flag).toBeGreaterThan(10);
+    expect(MOCK_API_FLAGS.find((f) => f.flag === '--seed')!.description).toBe(MockApiOptionsSchema.shape.seed.description);
+  });
+
+  it('resolves the documented defaults', () => {
+    expect(MockApiOptionsSchema.parse({})).toEqual({
+      host: '127.0.0.1',
+      port: 0,
+      seed: 1,
+      trials: 2,
+      sitesPerTrial: 4,
+      patientsPerTrial: 150,
+      startTime: '2026-01-05T08:00:00.000Z',
+      clientId: 'demo-client-id',
+      clientSecret: 'demo-client-secret',
+      audience: 'https://reporting.example-recruit.test',
+      tokenLifetimeSeconds: 3600,
+      defaultLimit: 100,
+      maxLimit: 1000,
+      micrositeId: 'ms-demo',
+      allowedOrigins: ['https://study.example.org'],
+      drift: true,
+      releaseFraction: 1,
+    });
+    expect(MockApiOptionsSchema.parse({ growEvery: { intervalMs: 50 } }).growEvery).toEqual({ intervalMs: 50, events: 10 });
+  });
+
+  it('names every invalid option at once', () => {
+    const r = MockApiOptionsSchema.safeParse({ trials: 0, port: 1.5, startTime: 'yesterday', releaseFraction: 2, defaultLimit: 5000 });
+    expect(r.success).toBe(false);
+    expect(r.error!.issues.map((i) => i.path.join('.')).sort()).toEqual(['defaultLimit', 'port', 'releaseFraction', 'startTime', 'trials']);
+  });
+
+  it('yargs declarations from the flags read flags and RECRUIT_ETL_* variables', async () => {
+    const saved = process.env['RECRUIT_ETL_TOKEN_LIFETIME'];
+    process.env['RECRUIT_ETL_TOKEN_LIFETIME'] = '7';
+    try {
+      // The builder reads nothing of the context.
+      const cmd = mockApiCommand({} as CliContext);
+      const y = yargs(['--seed', '3', '--grow-every-ms', '100', '--fault', 'events:drip=5', '--allowed-origin', 'https://a.example,https://b.example', '--no-drift']).env('RECRUIT_ETL');
+      const argv = (await (cmd.builder as (y: Argv) => Argv)(y).parseAsync()) as Record<string, unknown>;
+      const flags: Record<string, unknown> = {};
+      for (const f of MOCK_API_FLAGS) if (argv[f.key] !== undefined) flags[f.key] = argv[f.key];
+      expect(mockApiOptionsFromFlags(flags as MockApiFlagValues)).toEqual({
+        port: 8787,
+        seed: 3,
+        tokenLifetimeSeconds: 7,
+        growEvery: { intervalMs: 100 },
+        faults: [{ endpoint: 'events', kind: 'drip', ms: 5 }],
+        allowedOrigins: ['https://a.example', 'https://b.example'],
+        drift: false,
+      });
+    } finally {
+      if (saved === undefined) delete process.env['RECRUIT_ETL_TOKEN_LIFETIME'];
+      else process.env['RECRUIT_ETL_TOKEN_LIFETIME'] = saved;
+    }
   });
 });
