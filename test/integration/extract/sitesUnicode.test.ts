@@ -57,9 +57,12 @@ describe('site list with invalid Unicode', () => {
 
   it('records that reach the writer unchecked: DuckDB refusal is exit 6 and quotes nothing', async () => {
     const wh = await openWarehouse();
-    const err = await wh
-      .transaction(() => appendSiteSnapshot(wh, 'r1', 'm1', 't9', [{ siteId: 's-1', city: 'CANARY-CITY \ud800' }]))
-      .catch((e: unknown) => e as Error);
+    let err: Error | undefined;
+    try {
+      await wh.transaction(() => appendSiteSnapshot(wh, 'r1', 'm1', 't9', [{ siteId: 's-1', city: 'CANARY-CITY \ud800' }]));
+    } catch (e) {
+      err = e as Error;
+    }
     expect(err).toBeInstanceOf(UpstreamContractError);
     expect(err!.message).toContain('site list of microsite m1 / trial t9');
     expect(err!.message).not.toContain('CANARY');
