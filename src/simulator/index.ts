@@ -26,6 +26,7 @@ import { generateSynthetic } from './synthetic.js';
 import { deriveTruth, expectedEvents, type ExpectedEventsFilter } from './truth.js';
 import type { GroundTruth, SiteRecord, TruthContactAttempt, TruthEvent, TruthPatient } from './types.js';
 
+export { badToken } from './tokenEndpoint.js';
 export { expectedEvents, MockApiOptionsSchema, parseFaultSpec, validateFaultRule };
 export type { ExpectedEventsFilter, FaultController, FaultRule, MockApiOptions, MockApiStats, ResolvedMockApiOptions };
 export type { BadTokenVariant, FaultEndpoint, FaultKind, FiredFault, NextPageVariant, PendingFault } from './faults.js';

@@ -1,8 +1,7 @@
 import { request as httpRequest } from 'node:http';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { reorderedJson } from '../../../src/simulator/hostileJson.js';
-import { DEFAULT_EVENT_TYPES, expectedEvents, parseFaultSpec, startMockApi, validateFaultRule, type FaultRule, type MockApi } from '../../../src/simulator/index.js';
-import { badToken } from '../../../src/simulator/server.js';
+import { badToken, DEFAULT_EVENT_TYPES, expectedEvents, parseFaultSpec, startMockApi, validateFaultRule, type FaultRule, type MockApi } from '../../../src/simulator/index.js';
 import { eventsUrl, getPage, getToken, type Page } from './helpers.js';
 
 /** A raw GET that reports what actually happened on the wire. */

@@ -3,7 +3,7 @@ import { ConfigError } from '../../../src/errors.js';
 import { decodeCursor, encodeCursor } from '../../../src/simulator/cursor.js';
 import { FaultRegistry, parseFaultSpec, validateFaultRule, type FaultRule } from '../../../src/simulator/faults.js';
 import { reorderedJson, splitAtMessageEnd, withDuplicateIdKey, withEscapedKeys, withLoneSurrogateNote } from '../../../src/simulator/hostileJson.js';
-import { badToken } from '../../../src/simulator/server.js';
+import { badToken } from '../../../src/simulator/tokenEndpoint.js';
 
 describe('parseFaultSpec', () => {
   it('parses the main value, keys and infinity', () => {
