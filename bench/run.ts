@@ -100,10 +100,10 @@ async function drain(sim: Sim, ndjsonPath?: string): Promise<{ ms: number; event
   let bytes = 0;
   const start = firstPageUrl(sim.baseUrl, { trialIds: sim.trialIds, eventTypes: [...DEFAULT_EVENT_TYPES], limit: PAGE });
   for await (const page of pageStream(events, start, { label: 'bench' })) {
-    n += page.events.length;
+    n += page.events.id.length;
     bytes += page.bytes;
     if (out) {
-      const lines = page.events.map((e) => JSON.stringify(e)).join('\n');
+      const lines = page.events.envelope.join('\n');
       if (lines.length > 0 && !out.write(`${lines}\n`)) await once(out, 'drain');
     }
   }

@@ -27,8 +27,8 @@ export function formatStatus(s: WarehouseStatus): string {
     s.streams.length === 0
       ? '  (none yet: run `recruit-etl extract`)'
       : table(
-          ['stream', 'status', 'env', 'events', 'more', 'cursor age', 'filter'],
-          s.streams.map((t) => [t.streamId, t.status, t.environment, t.events, t.hasNextPage === null ? null : String(t.hasNextPage), age(t.cursorAgeSeconds), t.name]),
+          ['stream', 'status', 'env', 'events', 'quarantined', 'more', 'cursor age', 'filter'],
+          s.streams.map((t) => [t.streamId, t.status, t.environment, t.events, t.quarantined, t.hasNextPage === null ? null : String(t.hasNextPage), age(t.cursorAgeSeconds), t.name]),
         ),
   );
   out.push('', 'last runs');

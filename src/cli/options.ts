@@ -6,7 +6,7 @@
  */
 import type { Argv } from 'yargs';
 import { DEFAULT_EVENT_TYPES } from '../config/config.js';
-import { EXTRACT_MEMORY_LIMIT } from '../pipeline/jobs.js';
+import { EXTRACT_SETTINGS } from '../pipeline/jobs.js';
 
 /**
  * Every option of the contract, declared once for all commands (grouped in --help), so
@@ -16,7 +16,7 @@ import { EXTRACT_MEMORY_LIMIT } from '../pipeline/jobs.js';
 export function allOptions<T>(y: Argv<T>) {
   return exportOptions(siteOptions(eventOptions(globalOptions(y))))
     .group(['db', 'environment', 'memory-limit', 'log-level', 'verbose', 'config'], 'Warehouse and logs:')
-    .group(['base-url', 'auth-url', 'client-id', 'client-secret', 'client-secret-file', 'audience', 'trial-id', 'event-type', 'page-size', 'batch-pages', 'max-retry-after', 'deadline'], 'Upstream (extract):')
+    .group(['base-url', 'auth-url', 'client-id', 'client-secret', 'client-secret-file', 'audience', 'trial-id', 'event-type', 'page-size', 'batch-pages', 'max-empty-pages', 'body-timeout', 'max-retry-after', 'deadline'], 'Upstream (extract):')
     .group(['microsite-id', 'origin'], 'Site list (sites):')
     .group(['export-dir'], 'Exports:');
 }
@@ -26,7 +26,7 @@ export function globalOptions<T>(y: Argv<T>) {
   return y
     .option('db', { type: 'string', describe: 'DuckDB warehouse file', default: 'data/warehouse.duckdb' })
     .option('environment', { type: 'string', describe: 'environment label recorded on streams and runs (staging, production)', default: 'production' })
-    .option('memory-limit', { type: 'string', describe: `DuckDB memory_limit for transform and export (the extract runs under ${EXTRACT_MEMORY_LIMIT})`, default: '2GB' })
+    .option('memory-limit', { type: 'string', describe: `DuckDB memory_limit for transform and export (the extract runs under ${EXTRACT_SETTINGS['memory_limit']})`, default: '2GB' })
     .option('log-level', { type: 'string', describe: 'fatal|error|warn|info|debug|trace|silent', default: 'info' })
     .option('verbose', { type: 'boolean', describe: 'stack traces on failure, debug logs', default: false })
     // Read by src/failpoints.ts from RECRUIT_ETL_FAILPOINT (crash tests only); declared so that
@@ -46,7 +46,9 @@ export function eventOptions<T>(y: Argv<T>) {
     .option('trial-id', { type: 'string', array: true, describe: 'trial id, repeatable or comma-separated (required)' })
     .option('event-type', { type: 'string', array: true, describe: `event type, repeatable or comma-separated (default: ${DEFAULT_EVENT_TYPES.join(', ')})` })
     .option('page-size', { type: 'number', describe: "events per page (limit) on a new stream's first request; default: the server's" })
-    .option('batch-pages', { type: 'number', describe: 'pages per commit, at least (events and cursor commit together; up to twice as many, so that row groups come out more than half full)', default: 25 })
+    .option('batch-pages', { type: 'number', describe: 'pages per commit, at most (events and cursor commit together); a batch also ends at 16 MiB of pages, or once it fills DuckDB row groups', default: 1000 })
+    .option('max-empty-pages', { type: 'number', describe: 'empty pages in a row, hasNextPage true, before the run stops with exit 6', default: 1000 })
+    .option('body-timeout', { type: 'number', describe: 'longest time, seconds, for a response body to arrive whole; then retried (exit 4 when retries are spent)', default: 120 })
     .option('max-retry-after', { type: 'number', describe: 'longest Retry-After honoured, seconds; longer fails with exit 4', default: 120 })
     .option('deadline', { type: 'number', describe: 'deadline for all upstream calls of the run, seconds' });
 }

@@ -68,8 +68,12 @@ export const ConfigSchema = z.object({
   origin: z.string().min(1).optional().describe('Origin header for the site list'),
   exportDir: z.string().min(1).default('data/exports').describe('Parquet export folder'),
   environment: z.string().min(1).default('production').describe('environment label (staging, production)'),
-  /** Pages per transaction; the cursor always commits with its events. */
-  batchPages: z.number().int().positive().default(25).describe('pages per commit, at least (up to twice as many; see batchComplete)'),
+  /** The most pages per transaction (`docs/ingest.md` "Batches"); the cursor always commits with its events. */
+  batchPages: z.number().int().positive().default(1000).describe('pages per commit, at most'),
+  /** Empty pages in a row, `hasNextPage` true, after which the stream breaks the contract (`docs/ingest.md` "Bounded time"). */
+  maxEmptyPages: z.number().int().positive().default(1000).describe('empty pages in a row before exit 6'),
+  /** Longest time a page body may take to arrive whole, in seconds (`docs/ingest.md` "Bounded time"). */
+  bodyTimeout: z.number().positive().default(120).describe('longest time for a whole response body (s)'),
   /** DuckDB memory_limit. */
   memoryLimit: z.string().min(1).default('2GB').describe('DuckDB memory_limit'),
   /** Longest Retry-After the job waits for, in seconds; a longer one fails the run with exit 4. */

@@ -8,6 +8,7 @@
 import { EtlError, InterruptedError, LockError } from '../errors.js';
 import type { Config } from '../config/config.js';
 import { type Logger, silentLogger } from '../log/logger.js';
+import type { SecretRegistry } from '../log/secrets.js';
 import { extractEvents, type ExtractResult } from '../extract/extractEvents.js';
 import { snapshotSites, type SnapshotSitesResult } from '../extract/snapshotSites.js';
 import { exportParquet, type Manifest } from '../export/exportParquet.js';
@@ -17,49 +18,27 @@ import { TokenProvider } from '../upstream/auth.js';
 import { EventsClient } from '../upstream/events.js';
 import { SitesClient } from '../upstream/sites.js';
 import { newRunId, RunLog, type RunCounts } from '../warehouse/RunLog.js';
-import { CHECKPOINT_THRESHOLD, sqlString, Warehouse } from '../warehouse/Warehouse.js';
+import { Warehouse } from '../warehouse/Warehouse.js';
 import { readStatus, type WarehouseStatus } from '../warehouse/readStatus.js';
 import { publishedCopyPath, publishReadOnlyCopy } from '../warehouse/publishCopy.js';
 import { failpoint } from '../failpoints.js';
 import { existsSync } from 'node:fs';
-import { setFlagsFromString } from 'node:v8';
 import { resolve } from 'node:path';
 
 /**
- * DuckDB `memory_limit` while the extract stage runs; the job's `--memory-limit` is restored
- * right after it. With 16k-row groups (see `ROW_GROUP_SIZE`) the hot path's buffers stay
- * under 20 MB. Peak RSS of the extract (bench, the bin's V8 flags):
- * 32MB → 245 MiB at 1M events and 260–263 MiB at 5M; 24MB → 249–255 MiB at 5M; 16MB → 239
- * MiB at 5M but about 1 s slower per million events. 64MB → 380–400 MiB at 1M (without the
- * V8 flags). A batch written on the exact path (repeated ids: a staging table and envelope
- * comparisons, measured to run out of memory under 32 MB for 25 pages of 1,000 events) runs
- * under the job's own limit, as does a batch smaller than a row group (see
- * `ExtractOptions.memoryLimits`).
+ * DuckDB settings while the extract stage runs, set once around it (`docs/performance.md`
+ * "Settings"): a small memory cap, since the writer streams whole row groups to the file and
+ * needs little of DuckDB's memory (a flat footprint however long the stream); a checkpoint every
+ * 16 MB of WAL, since a batch smaller than a row group (large events, the stream's last
+ * batch) stays in memory as WAL data until one; and no dictionary compression (event ids and
+ * JSON texts are all distinct, so it never wins, and its analysis at each checkpoint was the
+ * extract's peak of memory).
  */
-export const EXTRACT_MEMORY_LIMIT = '24MB';
-
-/**
- * V8's old-generation growing factor while the extract runs, as `--heap-growing-percent`
- * (the factor is 1 + percent/100; 0 restores V8's own heuristic). The extract allocates
- * about 350 bytes of short-lived page text per event; by default V8 lets its old space
- * grow to about four times the live data (30–50 MB) before a full collection. A soft
- * setting, not a cap: the heap still grows when the live data does, so it cannot fail with
- * an out-of-memory error the way `--max-old-space-size` can. Bench at 1M events with the
- * bin's `--max-semi-space-size=4` (src/cli.ts), 32MB cap: 340–350 → 245–255 MiB peak RSS,
- * about 1 s more per million events (the young generation's scavenges cost most of it).
- * Set at run time: V8 reads it at every full collection.
- */
-export const EXTRACT_V8_HEAP_GROWING_PERCENT = 20;
-
-/**
- * DuckDB `checkpoint_threshold` while the extract commits a batch smaller than a row group:
- * DuckDB holds such a batch in memory, as WAL data, until a checkpoint (see
- * `ExtractOptions.checkpointThresholds`). Other batches keep the session's 512 MB.
- */
-export const EXTRACT_SMALL_BATCH_CHECKPOINT_THRESHOLD = '16MB';
-
-/** DuckDB `disabled_compression_methods` while the extract stage runs. */
-export const EXTRACT_DISABLED_COMPRESSION = 'dictionary,dict_fsst';
+export const EXTRACT_SETTINGS: Readonly<Record<string, string>> = Object.freeze({
+  memory_limit: '64MB',
+  checkpoint_threshold: '16MB',
+  disabled_compression_methods: 'dictionary,dict_fsst',
+});
 
 /** Stages a job can run, in pipeline order. */
 export type Stage = 'extract' | 'sites' | 'transform' | 'export';
@@ -71,6 +50,8 @@ export interface JobContext {
   signal?: AbortSignal;
   /** HTTP dispatcher options for tests (e.g. short timeouts). */
   http?: HttpClient;
+  /** The run's secret values (`docs/security.md`); the CLI passes its registry. */
+  secrets?: SecretRegistry;
 }
 
 /** What a job did: one entry per stage that ran. */
@@ -103,6 +84,7 @@ function summary(r: JobResult): Record<string, unknown> {
       pages: r.extract.pages,
       events: r.extract.eventsLoaded,
       duplicatesSkipped: r.extract.duplicatesSkipped,
+      quarantined: r.extract.quarantined,
       streamEventCount: r.extract.streamEventCount,
       resumed: r.extract.resumed,
     },
@@ -129,7 +111,7 @@ export async function runJob(command: string, stages: readonly Stage[], ctx: Job
   let http: HttpClient | undefined = ctx.http;
   try {
     await wh.migrate();
-    const runLog = new RunLog(wh);
+    const runLog = new RunLog(wh, ctx.secrets);
     await runLog.start(runId, command, config.environment);
     logger.info({ runId, command, stages }, 'run started');
     try {
@@ -139,25 +121,13 @@ export async function runJob(command: string, stages: readonly Stage[], ctx: Job
           logger,
           policy: {
             maxRetryAfterMs: config.maxRetryAfter * 1000,
+            bodyTotalTimeoutMs: config.bodyTimeout * 1000,
             ...(config.deadline !== undefined ? { deadlineMs: Date.now() + config.deadline * 1000 } : {}),
           },
         });
       }
       const signalOpt = ctx.signal ? { signal: ctx.signal } : {};
-      // After the extract: the job's own memory limit and compression again, for the sites
-      // stage, the models (whose columns do compress by dictionary) and the final checkpoint.
-      // Best effort: a failure here must not hide the extract's own error.
-      const restoreJobSettings = async (): Promise<void> => {
-        setFlagsFromString('--heap-growing-percent=0');
-        await wh.run('reset disabled_compression_methods').catch(() => undefined);
-        await wh.run(`set memory_limit = ${sqlString(config.memoryLimit)}`).catch(() => undefined);
-      };
       if (stages.includes('extract')) {
-        // The writer streams batches and needs little of DuckDB's memory; a small cap keeps
-        // the extract's footprint flat however long the stream (bench: RSS at 1M and 5M).
-        // Dictionary compression is off while raw.events is written: its event ids and JSON
-        // texts are all distinct, so it never wins, and its analysis at each checkpoint was
-        // the extract's peak of memory (bench at 1M: 390 → 294 MiB, the file no larger).
         const tokens = new TokenProvider({
           credentials: {
             authUrl: config.authUrl!,
@@ -167,14 +137,11 @@ export async function runJob(command: string, stages: readonly Stage[], ctx: Job
           },
           http: http!,
           logger,
+          secrets: ctx.secrets,
         });
         const client = new EventsClient({ baseUrl: config.baseUrl!, http: http!, tokens, logger });
-        try {
-          // Inside the try: whatever fails from here, the job's settings come back.
-          await wh.run(`set memory_limit = '${EXTRACT_MEMORY_LIMIT}'`);
-          await wh.run(`set disabled_compression_methods = '${EXTRACT_DISABLED_COMPRESSION}'`);
-          setFlagsFromString(`--heap-growing-percent=${EXTRACT_V8_HEAP_GROWING_PERCENT}`);
-          result.extract = await extractEvents({
+        result.extract = await wh.withSettings(EXTRACT_SETTINGS, () =>
+          extractEvents({
             wh,
             client,
             baseUrl: config.baseUrl!,
@@ -183,15 +150,12 @@ export async function runJob(command: string, stages: readonly Stage[], ctx: Job
             eventTypes: config.eventType,
             ...(config.pageSize !== undefined ? { pageSize: config.pageSize } : {}),
             batchPages: config.batchPages,
-            memoryLimits: { streaming: EXTRACT_MEMORY_LIMIT, fallback: config.memoryLimit },
-            checkpointThresholds: { streaming: CHECKPOINT_THRESHOLD, smallBatch: EXTRACT_SMALL_BATCH_CHECKPOINT_THRESHOLD },
+            maxEmptyPages: config.maxEmptyPages,
             runId,
             logger,
             ...signalOpt,
-          });
-        } finally {
-          await restoreJobSettings();
-        }
+          }),
+        );
       }
       throwIfAborted(ctx.signal);
       if (stages.includes('sites')) {
@@ -215,6 +179,8 @@ export async function runJob(command: string, stages: readonly Stage[], ctx: Job
       if (stages.includes('export')) {
         result.export = await exportParquet({ wh, exportDir: config.exportDir, runId, logger });
       }
+      // Recorded as succeeded before the copy, so that the copy says so; when the checkpoint
+      // or the copy fails, the catch below records the run as failed after all.
       result.durationMs = Date.now() - started;
       await runLog.finish(runId, 'succeeded', counts(result), summary(result));
       // The copy is refreshed when the warehouse's data changed. `export` alone only reads

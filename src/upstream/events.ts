@@ -5,19 +5,17 @@
  * The client builds only the first URL of a stream; every later URL is a `nextPage` taken
  * verbatim (spec §4.3 rule 7). The bearer token goes only to the origin of `--base-url`.
  *
- * Hot path: pages are validated with zod at the envelope level only; each event gets a
- * cheap hand-written check (object, string `id`, string-or-absent `eventType`), no
- * per-event allocation.
+ * A page is read once, by {@link readEventsPage}: what is checked is what is stored.
  *
  * @module
  */
 import { createHash } from 'node:crypto';
-import { z } from 'zod';
 import { AuthError, ConfigError, EtlError, UpstreamContractError, UpstreamUnavailableError } from '../errors.js';
 import { silentLogger, type Logger } from '../log/logger.js';
 import type { TokenProvider } from './auth.js';
 import { redactUrl, type HttpClient, type HttpResponse } from './http.js';
 import { parseJsonBody } from './json.js';
+import { type PageContent, readEventsPage } from './page.js';
 
 /** The query of a stream (spec §4.3): every trial id × every event type. */
 export interface EventFilter {
@@ -31,8 +29,8 @@ export interface EventFilter {
 
 /** Longest `nextPage` followed, in characters (16 KiB). */
 export const MAX_CURSOR_LENGTH = 16 * 1024;
-/** How many recent page URLs are remembered (as hashes) to detect a cursor cycle. */
-export const CURSOR_HISTORY = 10_000;
+/** Default of {@link PageStreamOptions.maxEmptyPages} (`--max-empty-pages`). */
+export const DEFAULT_MAX_EMPTY_PAGES = 1000;
 
 /**
  * Parses and checks `--base-url`: absolute http(s), no user info, no query or fragment.
@@ -79,101 +77,18 @@ export function firstPageUrl(baseUrl: string, filter: EventFilter): string {
   return `${joinBasePath(base, '/rpi/events')}?${params.join('&')}`;
 }
 
-/**
- * One event as sent (spec §2.4), unknown keys kept. The object is the one `JSON.parse` made
- * from the page: `JSON.stringify(event)` gives back the object as sent.
- *
- * `eventType` reads the envelope's `eventType`, else its `name` (spec §2.4): when only `name`
- * was sent, `eventType` is added as a NON-enumerable own property, so it does not show in
- * `JSON.stringify`, `Object.keys` or a spread copy.
- */
-export interface EventEnvelope {
-  /** Unique, non-empty event id. */
-  id: string;
-  /** `eventType`, else `name`, else undefined. */
-  eventType: string | undefined;
-  /** Informational only (spec §6.2); not validated. */
-  publishedTime: unknown;
-  /** The payload as sent; not validated. */
-  message: unknown;
-  [k: string]: unknown;
-}
-
-/** One page of the stream. */
-export interface EventsPage {
+/** One page of the stream, read by {@link readEventsPage} (`docs/ingest.md` "How a page is read"). */
+export interface EventsPage extends PageContent {
   /** The URL requested. */
   url: string;
-  /** The body exactly as received (UTF-8 text); may be handed to DuckDB's JSON reader. */
-  bodyText: string;
-  /** Body size in bytes. */
+  /** Body size in bytes as received. */
   bytes: number;
-  /** The events in stream order, parsed objects as sent (unknown keys kept). */
-  events: EventEnvelope[];
-  /** `pagination.nextPage` as sent, byte for byte: the cursor to store (spec §4.3 rule 4). */
-  nextPage: string;
-  /** `pagination.hasNextPage`. */
-  hasNextPage: boolean;
 }
 
-/** The page envelope (spec §2.6), open set. Events are checked by hand, see {@link checkEvents}. */
-const PageShape = z.looseObject({
-  events: z.array(z.unknown()),
-  pagination: z.looseObject({ nextPage: z.string(), hasNextPage: z.boolean() }),
-});
-
-interface ParsedPage {
-  events: EventEnvelope[];
-  nextPage: string;
-  hasNextPage: boolean;
-}
-
-/**
- * Validates a parsed events response and returns its parts (the objects are not copied).
- *
- * @throws {UpstreamContractError} when it parses but breaks the contract: not an object, no
- *   `pagination`, `events` not an array, `nextPage` not a string, `hasNextPage` not a boolean,
- *   an event that is not an object, has no non-empty string `id`, or a non-string `eventType`
- */
-export function validatePage(body: unknown): ParsedPage {
-  const result = PageShape.safeParse(body);
-  if (!result.success) {
-    const issues = result.error.issues
-      .slice(0, 3)
-      .map((i) => `${i.path.length ? i.path.join('.') : '(root)'}: ${i.code}`)
-      .join('; ');
-    throw new UpstreamContractError(`events response breaks the contract (${issues})`);
-  }
-  // Zod's output is a copy; the page keeps the objects exactly as JSON.parse made them.
-  const raw = body as { events: unknown[]; pagination: { nextPage: string; hasNextPage: boolean } };
-  checkEvents(raw.events);
-  return { events: raw.events as EventEnvelope[], nextPage: raw.pagination.nextPage, hasNextPage: raw.pagination.hasNextPage };
-}
-
-/** The per-event check of the hot path: a few typeofs per event. */
-function checkEvents(events: unknown[]): void {
-  for (let i = 0; i < events.length; i++) {
-    const e = events[i] as Record<string, unknown> | null;
-    if (typeof e !== 'object' || e === null || Array.isArray(e)) {
-      throw new UpstreamContractError(`events response breaks the contract (event ${i + 1} is not an object)`);
-    }
-    const id = e.id;
-    if (typeof id !== 'string' || id === '') {
-      throw new UpstreamContractError(`events response breaks the contract (event ${i + 1} has no string id)`);
-    }
-    const type = e.eventType;
-    if (type === undefined) {
-      const name = e.name;
-      if (typeof name === 'string') {
-        Object.defineProperty(e, 'eventType', { value: name, enumerable: false, writable: true, configurable: true });
-      }
-    } else if (typeof type !== 'string') {
-      throw new UpstreamContractError(`events response breaks the contract (event ${i + 1} has a non-string eventType)`);
-    }
-  }
-}
-
-function parsePage(res: HttpResponse): ParsedPage {
-  return validatePage(parseJsonBody(res));
+/** The grammar check (`JSON.parse`, values unused), then the one reading of the page. */
+function parsePage(res: HttpResponse): PageContent {
+  parseJsonBody(res);
+  return readEventsPage(res.bodyText);
 }
 
 /**
@@ -259,7 +174,7 @@ export class EventsClient {
       }
       const parsed = res.parsed;
       if (parsed === undefined) throw new UpstreamContractError(`GET ${where} answered HTTP ${res.status} without a page`);
-      return { url, bodyText: res.bodyText, bytes: res.bytes, events: parsed.events, nextPage: parsed.nextPage, hasNextPage: parsed.hasNextPage };
+      return { url, bytes: res.bytes, ...parsed };
     }
   }
 }
@@ -272,24 +187,28 @@ export interface PageStreamOptions {
   label?: string;
   /** Fetch page n+1 while the caller handles page n. Default true. */
   prefetch?: boolean;
+  /**
+   * Consecutive pages without an event, `hasNextPage` true, after which the stream breaks the
+   * contract (`--max-empty-pages`). Default {@link DEFAULT_MAX_EMPTY_PAGES}.
+   */
+  maxEmptyPages?: number;
 }
 
-/** A FIFO-bounded set of URL hashes. */
-class RecentUrls {
-  private readonly seen = new Set<string>();
-  constructor(private readonly capacity: number) {}
-  private static key(url: string): string {
-    return createHash('sha256').update(url).digest('base64');
+/**
+ * Every URL requested in one run, as 48-bit digests (numbers: about 40 bytes a page), so that
+ * a cursor cycle of any length is refused (`docs/ingest.md` "Bounded time").
+ */
+class RequestedUrls {
+  private readonly seen = new Set<number>();
+  private static key(url: string): number {
+    return createHash('sha256').update(url).digest().readUIntBE(0, 6);
   }
-  has(url: string): boolean {
-    return this.seen.has(RecentUrls.key(url));
-  }
-  add(url: string): void {
-    this.seen.add(RecentUrls.key(url));
-    if (this.seen.size > this.capacity) {
-      const oldest = this.seen.values().next().value;
-      if (oldest !== undefined) this.seen.delete(oldest);
-    }
+  /** Adds `url`; false when it was there already. */
+  add(url: string): boolean {
+    const k = RequestedUrls.key(url);
+    if (this.seen.has(k)) return false;
+    this.seen.add(k);
+    return true;
   }
 }
 
@@ -312,9 +231,9 @@ function annotate(err: unknown, label: string, pageNo: number): unknown {
  * Cursor safety, checked on every page BEFORE it is yielded (so nothing of it is committed):
  * its `nextPage` must be at most {@link MAX_CURSOR_LENGTH} characters, absolute, on the
  * origin of the base URL, without user info; while `hasNextPage` is true it must differ from
- * the URL just requested and from every one of the last {@link CURSOR_HISTORY} URLs of this
- * run (a cycle). An empty poll (`hasNextPage` false, `nextPage` equal to the URL requested)
- * is normal.
+ * every URL requested in this run (a cycle of any length). An empty poll (`hasNextPage`
+ * false, `nextPage` equal to the URL requested) is normal; `maxEmptyPages` empty pages in a
+ * row while `hasNextPage` stays true are not (`docs/ingest.md` "Bounded time").
  *
  * @throws {UpstreamContractError} (exit 6) for a cursor violation or an invalid page, and the
  *   errors of {@link EventsClient.fetchPage}; every message starts `stream <label>, page <n>:`
@@ -325,8 +244,10 @@ export async function* pageStream(client: EventsClient, startUrl: string, opts: 
   // Aborts a prefetch nobody will read once the caller stops early.
   const own = new AbortController();
   const signal = opts.signal ? AbortSignal.any([opts.signal, own.signal]) : own.signal;
-  const seen = new RecentUrls(CURSOR_HISTORY);
+  const maxEmpty = opts.maxEmptyPages ?? DEFAULT_MAX_EMPTY_PAGES;
+  const seen = new RequestedUrls();
   seen.add(startUrl);
+  let emptyRun = 0;
 
   const fetchNumbered = (url: string, pageNo: number): Promise<EventsPage> => {
     const p = client.fetchPage(url, signal).catch((err: unknown) => {
@@ -354,8 +275,14 @@ export async function* pageStream(client: EventsClient, startUrl: string, opts: 
         return;
       }
       if (next === page.url) throw refuse(pageNo, 'equals the URL just requested while hasNextPage is true');
-      if (seen.has(next)) throw refuse(pageNo, 'repeats a URL already requested in this run (a cycle)');
-      seen.add(next);
+      if (!seen.add(next)) throw refuse(pageNo, 'repeats a URL already requested in this run (a cycle)');
+      emptyRun = page.events.id.length === 0 ? emptyRun + 1 : 0;
+      if (emptyRun >= maxEmpty) {
+        throw new UpstreamContractError(
+          `stream ${label}, page ${pageNo}: ${emptyRun} pages in a row brought no event while hasNextPage stayed true (limit --max-empty-pages ${maxEmpty})`,
+          { hint: 'the upstream keeps announcing more events without sending any; report it. Every page before these was stored' },
+        );
+      }
       const nextNo = pageNo + 1;
       if (prefetch) pending = fetchNumbered(next, nextNo);
       yield page;

@@ -87,8 +87,12 @@ export function mapDuckDbError(err: unknown, what: string, path?: string): Error
   return new WarehouseError(`DuckDB failed while ${what}: ${firstLine(msg)}`, { cause: err });
 }
 
+/**
+ * The first line of a DuckDB message, without the input it quotes: conversion errors end with
+ * `Input: "<the value>"`, which may be event payload (`docs/ingest.md` "Quarantine").
+ */
 function firstLine(s: string): string {
-  const line = s.split('\n')[0] ?? s;
+  const line = (s.split('\n')[0] ?? s).replace(/\s*Input:.*$/s, '');
   return line.length > 500 ? `${line.slice(0, 500)}…` : line;
 }
 
@@ -107,7 +111,15 @@ export class Warehouse {
   private inTransaction = false;
   private closed = false;
 
-  private constructor(path: string, readOnly: boolean, instance: DuckDBInstance, conn: DuckDBConnection, logger: Logger) {
+  private constructor(
+    path: string,
+    readOnly: boolean,
+    instance: DuckDBInstance,
+    conn: DuckDBConnection,
+    logger: Logger,
+    /** The settings {@link open} gave this session, restored by {@link withSettings}. */
+    private readonly sessionSettings: Readonly<Record<string, string>>,
+  ) {
     this.path = path;
     this.readOnly = readOnly;
     this.instance = instance;
@@ -198,7 +210,7 @@ export class Warehouse {
         // The file may not exist until the first write; the CLI's umask covers it then.
       }
     }
-    const wh = new Warehouse(abs, readOnly, instance!, conn!, options.logger ?? silentLogger());
+    const wh = new Warehouse(abs, readOnly, instance!, conn!, options.logger ?? silentLogger(), config);
     // Stage every timestamp as UTC regardless of the machine (DOMAIN.md "Time zones").
     await wh.run("set TimeZone = 'UTC'");
     return wh;
@@ -227,6 +239,79 @@ export class Warehouse {
       return reader.getRowObjectsJS() as T[];
     } catch (err) {
       throw mapDuckDbError(err, 'querying', this.path);
+    }
+  }
+
+  /**
+   * Run a query and return its columns (`T` lists each column's JS type), for results of many
+   * narrow rows: no object per row.
+   * @throws {WarehouseError}
+   */
+  async columns<T extends unknown[]>(sql: string, params?: SqlParam[]): Promise<{ [K in keyof T]: T[K][] }> {
+    try {
+      const reader = await this.conn.runAndReadAll(sql, params);
+      const cols = reader.getColumnsJS();
+      while (cols.length < reader.columnCount) cols.push([]); // no rows: no column arrays
+      return cols as { [K in keyof T]: T[K][] };
+    } catch (err) {
+      throw mapDuckDbError(err, 'querying', this.path);
+    }
+  }
+
+  /**
+   * {@link columns}, a chunk (2,048 rows) at a time, so that a long result is never held whole.
+   * @throws {WarehouseError}
+   */
+  async *streamColumns<T extends unknown[]>(sql: string, params?: SqlParam[]): AsyncGenerator<{ [K in keyof T]: T[K][] }> {
+    let result;
+    try {
+      result = await this.conn.stream(sql, params);
+    } catch (err) {
+      throw mapDuckDbError(err, 'querying', this.path);
+    }
+    for (;;) {
+      let chunk;
+      try {
+        chunk = await result.fetchChunk();
+      } catch (err) {
+        throw mapDuckDbError(err, 'querying', this.path);
+      }
+      if (chunk === null || chunk.rowCount === 0) return;
+      yield chunk.getColumns() as unknown as { [K in keyof T]: T[K][] };
+    }
+  }
+
+  /**
+   * Run `fn` under the DuckDB settings `settings` (name → value), then put back what this
+   * session had before: the value {@link Warehouse.open} set, else DuckDB's default (`reset`).
+   * The one place where a stage changes settings (`docs/performance.md` "Settings").
+   *
+   * @throws whatever `fn` throws; a failed restore is logged, never hides `fn`'s error, and
+   *   is thrown when `fn` succeeded ({@link WarehouseError})
+   */
+  async withSettings<T>(settings: Readonly<Record<string, string>>, fn: () => Promise<T>): Promise<T> {
+    const changed: string[] = [];
+    let result: T;
+    try {
+      for (const [name, value] of Object.entries(settings)) {
+        changed.push(name);
+        await this.run(`set ${name} = ${sqlString(value)}`);
+      }
+      result = await fn();
+    } catch (err) {
+      await this.restoreSettings(changed).catch((restoreErr: unknown) => {
+        this.logger.warn({ err: { message: (restoreErr as Error).message } }, 'could not restore DuckDB settings after a failure');
+      });
+      throw err;
+    }
+    await this.restoreSettings(changed);
+    return result;
+  }
+
+  private async restoreSettings(names: readonly string[]): Promise<void> {
+    for (const name of names) {
+      const own = this.sessionSettings[name];
+      await this.run(own === undefined ? `reset ${name}` : `set ${name} = ${sqlString(own)}`);
     }
   }
 

@@ -12,6 +12,8 @@ export interface StreamStatus {
   status: string;
   environment: string;
   events: number;
+  /** Events of the stream stored in their quarantined form (`docs/ingest.md` "Quarantine"). */
+  quarantined: number;
   hasNextPage: boolean | null;
   /** Seconds since the cursor was last stored (null: never polled). */
   cursorAgeSeconds: number | null;
@@ -77,11 +79,12 @@ export async function readStatus(wh: Warehouse, runs = 10): Promise<WarehouseSta
   if (!(await tableExists(wh, 'etl', 'streams'))) return status;
   const streams = await wh.all<{
     stream_id: string; name: string; status: string; environment: string; event_count: bigint;
-    has_next_page: boolean | null; age: number | null; last_polled_at: string | null;
+    has_next_page: boolean | null; age: number | null; last_polled_at: string | null; quarantined: bigint | null;
   }>(
     `select stream_id, name, status, environment, event_count, has_next_page,
+            ${(await tableExists(wh, 'raw', 'quarantined_events')) ? '(select count(*) from raw.quarantined_events q where q.stream_id = s.stream_id)' : '0'} as quarantined,
             epoch(now() - last_polled_at)::double as age, strftime(last_polled_at, '%Y-%m-%dT%H:%M:%SZ') as last_polled_at
-     from etl.streams order by status, created_at desc`,
+     from etl.streams s order by status, created_at desc`,
   );
   status.streams = streams.map((s) => ({
     streamId: s.stream_id,
@@ -89,6 +92,7 @@ export async function readStatus(wh: Warehouse, runs = 10): Promise<WarehouseSta
     status: s.status,
     environment: s.environment,
     events: Number(s.event_count),
+    quarantined: Number(s.quarantined ?? 0),
     hasNextPage: s.has_next_page,
     cursorAgeSeconds: s.age === null ? null : Math.round(s.age),
     lastPolledAt: s.last_polled_at,

@@ -31,6 +31,10 @@ invalid_events as (
     select * from {{ ref('dq_invalid_events') }}
 ),
 
+quarantined_events as (
+    select * from {{ ref('dq_quarantined_events') }}
+),
+
 checks as (
     select 'dq_unknown_event_types' as check_name, 'events of a type missing from seed_event_types' as description,
         coalesce(sum(event_count), 0) as issue_count, count(*) as detail_rows,
@@ -59,6 +63,10 @@ checks as (
     select 'dq_invalid_events', 'known-type events missing a required field',
         count(*), count(*),
     from invalid_events
+    union all
+    select 'dq_quarantined_events', 'events whose text DuckDB cannot store as JSON, kept in a readable form',
+        count(*), count(*),
+    from quarantined_events
 ),
 
 final as (

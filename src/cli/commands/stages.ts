@@ -62,9 +62,9 @@ export function stageCommands(ctx: CliContext): CommandModule[] {
         if (argv['micrositeId'] === undefined || argv['micrositeId'] === '') stages = stages.filter((s) => s !== 'sites');
         else needs.push('sites');
       }
-      const { config, logger } = prepare(ctx, argv, needs);
+      const { config, logger, secrets } = prepare(ctx, argv, needs);
       if (c.name === 'run' && !stages.includes('sites')) logger.info({}, 'sites skipped: no --microsite-id configured');
-      await runJob(c.name, stages, { config, logger, signal: ctx.signal });
+      await runJob(c.name, stages, { config, logger, signal: ctx.signal, secrets });
     },
   }));
 }

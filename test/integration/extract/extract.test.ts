@@ -2,8 +2,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { join } from 'node:path';
 import type { MockApi } from '../../../src/simulator/index.js';
 import { expectedEvents } from '../../../src/simulator/index.js';
-import { EXTRACT_MEMORY_LIMIT, runJob } from '../../../src/pipeline/jobs.js';
-import { extractEvents } from '../../../src/extract/extractEvents.js';
+import { EXTRACT_SETTINGS, runJob } from '../../../src/pipeline/jobs.js';
+import { readEventsPage } from '../../../src/upstream/page.js';
+import { DEFAULT_BATCH_PAGES, extractEvents } from '../../../src/extract/extractEvents.js';
 import type { EventsClient } from '../../../src/upstream/events.js';
 import { ROW_GROUP_SIZE, Warehouse } from '../../../src/warehouse/Warehouse.js';
 import { DEFAULT_EVENT_TYPES } from '../../../src/config/config.js';
@@ -97,7 +98,7 @@ describe('extract against the simulator (ground truth)', () => {
   });
 });
 
-describe('extract under its small DuckDB cap (EXTRACT_MEMORY_LIMIT)', () => {
+describe('extract under its DuckDB settings (EXTRACT_SETTINGS)', () => {
   const base = 'http://upstream.test';
   let tmp: ReturnType<typeof tempDir>;
   beforeAll(() => {
@@ -112,15 +113,15 @@ describe('extract under its small DuckDB cap (EXTRACT_MEMORY_LIMIT)', () => {
     const wh = await Warehouse.open(join(tmp.dir, name));
     try {
       await wh.migrate();
-      if (capped) await wh.run(`set memory_limit = '${EXTRACT_MEMORY_LIMIT}'`);
-      await fn(wh);
+      if (capped) await wh.withSettings(EXTRACT_SETTINGS, () => fn(wh));
+      else await fn(wh);
     } finally {
       await wh.close();
     }
   }
 
   /** Extract one stream of `client` into `wh` (a test stream on the fake upstream). */
-  function extractFrom(wh: Warehouse, client: EventsClient, batchPages: number, memoryLimits?: { streaming: string; fallback: string }) {
+  function extractFrom(wh: Warehouse, client: EventsClient, batchPages: number) {
     return extractEvents({
       wh,
       client,
@@ -129,7 +130,6 @@ describe('extract under its small DuckDB cap (EXTRACT_MEMORY_LIMIT)', () => {
       trialIds: ['T-1'],
       eventTypes: ['v1.patient.statusChanged'],
       batchPages,
-      ...(memoryLimits ? { memoryLimits } : {}),
       runId: 'run-1',
     });
   }
@@ -154,39 +154,34 @@ describe('extract under its small DuckDB cap (EXTRACT_MEMORY_LIMIT)', () => {
         const more = p + 1 < pages;
         const nextPage = `${base}/events?p=${more ? p + 1 : p}`;
         const bodyText = JSON.stringify({ events, pagination: { nextPage, hasNextPage: more } });
-        return { url, bodyText, bytes: bodyText.length, events, nextPage, hasNextPage: more };
+        return { url, bytes: bodyText.length, ...readEventsPage(bodyText) };
       },
     } as unknown as EventsClient;
   }
 
-  it("writes a batch of 25,000 re-sent events on the exact path, under the job's own limit", async () => {
-    // Measured: the exact path's staging table and envelope comparisons of a batch of 25
-    // re-sent pages run out of memory under a 32 MB cap.
+  it('writes a batch of 25,000 re-sent events under the cap: every one recognised as a redelivery', async () => {
     await onWarehouse('cap.duckdb', true, async (wh) => {
-      const cap = (await wh.one<{ v: string }>(`select current_setting('memory_limit') as v`))!.v;
-      const r = await extractFrom(wh, resendingClient(base, 50), 25, { streaming: EXTRACT_MEMORY_LIMIT, fallback: '2GB' });
+      const r = await extractFrom(wh, resendingClient(base, 50), 25);
       expect([r.eventsLoaded, r.duplicatesSkipped, r.streamEventCount]).toEqual([25_000, 25_000, 25_000]);
-      // Back under the cap after the exact batch.
-      expect((await wh.one<{ v: string }>(`select current_setting('memory_limit') as v`))!.v).toBe(cap);
       const row = await wh.one<{ n: bigint; ids: bigint }>('select count(*) as n, count(distinct event_id) as ids from raw.events');
       expect([Number(row!.n), Number(row!.ids)]).toEqual([25_000, 25_000]);
     });
   });
 
-  it('writes a batch smaller than a row group under the job limit: 12 pages of 1,000 events of 4 KB', async () => {
-    // Such a batch goes through the WAL and stays in memory until a checkpoint: 48 MB here,
-    // twice the cap.
+  it('writes batches smaller than a row group under the cap: 36 pages of 1,000 events of 4 KB end at the byte budget', async () => {
+    // 4 MB pages: each batch ends at 16 MiB (4 pages, 4,000 rows), goes through the WAL and
+    // stays in memory until a checkpoint: 144 MB in all here, twice the cap.
     await onWarehouse('small.duckdb', true, async (wh) => {
-      const r = await extractFrom(wh, resendingClient(base, 36, false, 4000), 12, { streaming: EXTRACT_MEMORY_LIMIT, fallback: '2GB' });
-      expect([r.eventsLoaded, r.streamEventCount, r.batches]).toEqual([36_000, 36_000, 3]);
+      const r = await extractFrom(wh, resendingClient(base, 36, false, 4000), 12);
+      expect([r.eventsLoaded, r.streamEventCount, r.batches]).toEqual([36_000, 36_000, 9]);
     });
   });
 
-  it('asked for 20 pages per batch, commits 25-page batches, so no row group but the last is half full or less', async () => {
+  it('by default commits 25-page batches of 1,000-event pages, so no row group but the last is half full or less', async () => {
     // 20 pages of 1,000 events leave row groups of 3,616 rows, which a checkpoint merges and
     // rewrites (measured: 1.6 GB at 1M events).
     await onWarehouse('groups.duckdb', false, async (wh) => {
-      const r = await extractFrom(wh, resendingClient(base, 50, false, 100), 20);
+      const r = await extractFrom(wh, resendingClient(base, 50, false, 100), DEFAULT_BATCH_PAGES);
       expect([r.eventsLoaded, r.batches]).toEqual([50_000, 2]); // 25 + 25 pages, not 20 + 20 + 10
       await wh.checkpoint();
       const groups = await wh.all<{ n: bigint }>(

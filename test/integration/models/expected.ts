@@ -156,6 +156,7 @@ export const DQ_SUMMARY: Expectation = {
     { check_name: 'dq_late_events', issue_count: 3 },
     { check_name: 'dq_multi_site_patients', issue_count: 2 },
     { check_name: 'dq_orphan_events', issue_count: 2 },
+    { check_name: 'dq_quarantined_events', issue_count: 0 },
     { check_name: 'dq_unknown_event_types', issue_count: 1 },
     { check_name: 'dq_unmapped_outcomes', issue_count: 1 },
     { check_name: 'dq_unmapped_statuses', issue_count: 1 },

@@ -2,15 +2,14 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { join } from 'node:path';
 import { existsSync, mkdirSync, statSync, writeFileSync } from 'node:fs';
 import { ROW_GROUP_SIZE, Warehouse } from '../../../src/warehouse/Warehouse.js';
-import { RawEventWriter, RepeatedEventIdsError } from '../../../src/warehouse/RawEventWriter.js';
 import { StreamStore } from '../../../src/warehouse/StreamStore.js';
 import { publishedCopyPath, publishReadOnlyCopy } from '../../../src/warehouse/publishCopy.js';
 import { UpstreamContractError } from '../../../src/errors.js';
+import { BatchWriter, type FetchedPage, PageContractError } from '../../../src/extract/BatchWriter.js';
+import { readEventsPage } from '../../../src/upstream/page.js';
+import { silentLogger } from '../../../src/log/logger.js';
 import { tempDir } from '../../helpers/tmp.js';
 
-function body(events: object[], next = 'http://h/next', more = true): string {
-  return JSON.stringify({ events, pagination: { nextPage: next, hasNextPage: more } });
-}
 const ev = (id: string, extra: object = {}) => ({
   id,
   eventType: 'v1.patient.statusChanged',
@@ -19,7 +18,14 @@ const ev = (id: string, extra: object = {}) => ({
   ...extra,
 });
 
-describe('RawEventWriter', () => {
+/** A fetched page of `events` (objects, or texts as sent), read as the client reads it. */
+function page(pageNumber: number, events: (object | string)[], nextPage = `http://h/c${pageNumber}`, hasNextPage = true): FetchedPage {
+  const texts = events.map((e) => (typeof e === 'string' ? e : JSON.stringify(e)));
+  const body = `{"events":[${texts.join(',')}],"pagination":${JSON.stringify({ nextPage, hasNextPage })}}`;
+  return { events: readEventsPage(body).events, pageNumber, nextPage, hasNextPage, bytes: body.length };
+}
+
+describe('BatchWriter and RawEventWriter (docs/ingest.md "How a batch is written")', () => {
   let tmp: ReturnType<typeof tempDir>;
   let wh: Warehouse;
   beforeEach(async () => {
@@ -32,156 +38,122 @@ describe('RawEventWriter', () => {
     tmp.cleanup();
   });
 
-  it('appends pages at contiguous positions in page order, envelope and message as sent', async () => {
-    const w = new RawEventWriter(wh);
-    const r = await wh.transaction(() =>
-      w.appendPages('s1', 0, [
-        { bodyText: body([ev('z'), ev('a', { name: 'x', unknownKey: { deep: [1, 2] } })]), pageNumber: 1 },
-        { bodyText: body([{ id: 'm', name: 'v1.patient.created', publishedTime: '2026-01-05T10:00:00+02:00', message: { a: 1 } }]), pageNumber: 2 },
-      ], 'run1'),
-    );
-    expect(r).toEqual({ inserted: 3, duplicates: 0, lastPosition: 3 });
-    const rows = await wh.all<{ p: bigint; id: string; t: string; pt: string | null; env: string; msg: string }>(
+  async function batchWriter(streamId = 's1'): Promise<BatchWriter> {
+    const store = new StreamStore(wh);
+    const state = (await store.activate({ streamId, name: streamId, environment: 'e', apiOrigin: 'http://h', trialIds: [streamId], eventTypes: ['x'] })).state;
+    return BatchWriter.open({ wh, store, streamId, position: state.eventCount, runId: 'run1', logger: silentLogger() });
+  }
+  const ids = async (stream = 's1') =>
+    (await wh.all<{ id: string }>('select event_id as id from raw.events where stream_id = ? order by stream_position', [stream])).map((x) => x.id);
+  const count = async (sql: string) => Number((await wh.one<{ n: bigint }>(sql))!.n);
+
+  it('appends pages at contiguous positions in page order, envelope and message as sent, the cursor with them', async () => {
+    const w = await batchWriter();
+    const e2 = '{ "id" : "a", "name": "x", "eventType": "v1.patient.statusChanged", "unknownKey": {"deep": [1, 2]} , "message": {"b": 2,  "a": 1} }';
+    const r = await w.write([page(1, [ev('z'), e2]), page(2, [{ id: 'm', name: 'v1.patient.created', publishedTime: '2026-01-05T10:00:00+02:00', message: { a: 1 } }])]);
+    expect(r).toEqual({ inserted: 3, duplicates: 0, quarantined: 0, lastPosition: 3 });
+    const rows = await wh.all<{ p: bigint; id: string; t: string; pt: string | null; env: string; msg: string; eid: string }>(
       `select stream_position as p, event_id as id, event_type as t, strftime(published_time, '%Y-%m-%dT%H:%M:%S.%gZ') as pt,
-              envelope::varchar as env, message::varchar as msg from raw.events order by stream_position`,
+              envelope::varchar as env, message::varchar as msg, envelope->>'id' as eid from raw.events order by stream_position`,
     );
-    expect(rows.map((x) => [Number(x.p), x.id, x.t])).toEqual([
-      [1, 'z', 'v1.patient.statusChanged'],
-      [2, 'a', 'v1.patient.statusChanged'],
-      [3, 'm', 'v1.patient.created'],
+    expect(rows.map((x) => [Number(x.p), x.id, x.t, x.eid])).toEqual([
+      [1, 'z', 'v1.patient.statusChanged', 'z'],
+      [2, 'a', 'v1.patient.statusChanged', 'a'],
+      [3, 'm', 'v1.patient.created', 'm'],
     ]);
+    expect(rows[1]!.env).toBe(e2);
+    expect(rows[1]!.msg).toBe('{"b": 2,  "a": 1}');
     expect(rows[2]!.pt).toBe('2026-01-05T08:00:00.000Z');
-    expect(JSON.parse(rows[1]!.env)).toEqual(ev('a', { name: 'x', unknownKey: { deep: [1, 2] } }));
-    expect(JSON.parse(rows[2]!.msg)).toEqual({ a: 1 });
+    expect((await wh.one<{ n: string }>("select next_page as n from etl.streams where stream_id = 's1'"))!.n).toBe('http://h/c2');
   });
 
-  it('keeps unparseable publishedTime as NULL without failing', async () => {
-    const w = new RawEventWriter(wh);
-    await wh.transaction(() => w.appendPages('s1', 0, [{ bodyText: body([ev('a', { publishedTime: 'yesterday' }), ev('b', { publishedTime: '2026-01-05T08:00:00Z' })]), pageNumber: 1 }], 'r'));
-    const rows = await wh.all<{ n: bigint }>('select count(*) as n from raw.events where published_time is null');
-    expect(Number(rows[0]!.n)).toBe(1);
+  it('publishedTime is cast as TRY_CAST does (offsets applied, unparseable as NULL, ±infinity kept)', async () => {
+    const times = ['2026-01-05T10:00:00+02:00', '2026-01-05T03:00:00.5-05:00', '2026-02-30T08:00:00Z', 'yesterday', 'infinity', '-infinity', 12345, null];
+    const w = await batchWriter();
+    await w.write([page(1, times.map((t, i) => ev(`t${i}`, { publishedTime: t })))]);
+    const rows = await wh.all<{ us: bigint | null; txt: string | null }>('select epoch_us(published_time) as us, published_time::varchar as txt from raw.events order by stream_position');
+    expect(rows[0]!.us).toBe(BigInt(Date.UTC(2026, 0, 5, 8)) * 1000n);
+    expect(rows[1]!.us).toBe(BigInt(Date.UTC(2026, 0, 5, 8, 0, 0, 500)) * 1000n);
+    expect(rows.slice(2).map((r) => (r.txt === 'infinity' || r.txt === '-infinity' ? r.txt : r.us))).toEqual([null, null, 'infinity', '-infinity', null, null]);
   });
 
   it('skips an id re-sent with the same payload, within and across batches', async () => {
-    const w = new RawEventWriter(wh);
-    await wh.transaction(() => w.appendPages('s1', 0, [{ bodyText: body([ev('a'), ev('b'), ev('a')]), pageNumber: 1 }], 'r'));
-    const r2 = await wh.transaction(() => w.appendPages('s1', 2, [{ bodyText: body([ev('b'), ev('c')]), pageNumber: 2 }], 'r'));
-    expect(r2).toEqual({ inserted: 1, duplicates: 1, lastPosition: 3 });
-    const ids = (await wh.all<{ id: string }>('select event_id as id from raw.events order by stream_position')).map((x) => x.id);
-    expect(ids).toEqual(['a', 'b', 'c']);
+    const w = await batchWriter();
+    await w.write([page(1, [ev('a'), ev('b'), ev('a')])]);
+    const r2 = await w.write([page(2, [ev('b'), ev('c')])]);
+    expect(r2).toEqual({ inserted: 1, duplicates: 1, quarantined: 0, lastPosition: 3 });
+    expect(await ids()).toEqual(['a', 'b', 'c']);
   });
 
-  it('refuses the same id with another payload and commits nothing of the batch', async () => {
-    const w = new RawEventWriter(wh);
-    const store = new StreamStore(wh);
-    await store.activate({ streamId: 's1', name: 'n', environment: 'e', apiOrigin: 'http://h', trialIds: ['T'], eventTypes: ['x'] });
-    await wh.transaction(async () => {
-      await w.appendPages('s1', 0, [{ bodyText: body([ev('a')]), pageNumber: 1 }], 'r');
-      await store.saveCursor('s1', 'http://h/c1', true, 1);
-    });
-    await expect(
-      wh.transaction(async () => {
-        await w.appendPages('s1', 1, [{ bodyText: body([ev('b'), ev('a', { message: { patientStatus: 'enrolled' } })]), pageNumber: 7 }], 'r');
-        await store.saveCursor('s1', 'http://h/c2', true, 3);
-      }),
-    ).rejects.toThrow(UpstreamContractError);
-    const n = await wh.one<{ n: bigint }>('select count(*) as n from raw.events');
-    expect(Number(n!.n)).toBe(1);
-    expect((await store.get('s1'))!.nextPage).toBe('http://h/c1');
+  it('a redelivery with its keys in another order and other white space is the same event (exit 6 on every rerun before)', async () => {
+    const w = await batchWriter();
+    await w.write([page(1, [ev('a', { message: { x: 1, y: [1, { p: 'q', r: null }] } })])]);
+    const reordered = '{ "message" : { "y" : [ 1 , { "r": null, "p": "q" } ], "x": 1.0 }, "publishedTime": "2026-01-05T08:00:00.123Z", "eventType": "v1.patient.statusChanged", "id": "a" }';
+    const r = await w.write([page(2, [reordered, ev('b')])]);
+    expect([r.inserted, r.duplicates]).toEqual([1, 1]);
+    expect(await ids()).toEqual(['a', 'b']);
+  });
+
+  it('refuses the same id with another payload: nothing of that page, the pages before it kept with their cursor', async () => {
+    const w = await batchWriter();
+    await w.write([page(1, [ev('a')])]);
+    const err = await w.write([page(2, [ev('b')]), page(7, [ev('c'), ev('a', { message: { patientStatus: 'enrolled' } })])]).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(PageContractError);
+    expect(err).toBeInstanceOf(UpstreamContractError);
+    expect((err as Error).message).toMatch(/page 7: an event id was sent again with a different payload/);
+    expect(await ids()).toEqual(['a', 'b']);
+    expect((await wh.one<{ n: string }>("select next_page as n from etl.streams where stream_id = 's1'"))!.n).toBe('http://h/c2');
+  });
+
+  it('an id hash already on the stream whose id is not (a hash collision) is written, not skipped', async () => {
+    const w0 = await batchWriter();
+    await w0.write([page(1, [ev('a')])]);
+    // A stored hash of an id that raw.events does not hold: the in-memory set hits, the exact check finds no such id.
+    await wh.run("insert into etl.event_ids values ('s1', hash('ghost'), 99)");
+    const w = await batchWriter();
+    const r = await w.write([page(2, [ev('ghost'), ev('b')])]);
+    expect([r.inserted, r.duplicates]).toEqual([2, 0]);
+    expect(await ids()).toEqual(['a', 'ghost', 'b']);
+  });
+
+  it('the same id on another stream is not a repeat', async () => {
+    await (await batchWriter('s1')).write([page(1, [ev('a')])]);
+    await (await batchWriter('s2')).write([page(1, [ev('a')])]);
+    expect(await count('select count(*) as n from raw.events')).toBe(2);
+  });
+
+  it('a lone surrogate in a message is quarantined: its place kept, a readable form stored, the text as sent beside it (the warehouse was bricked before)', async () => {
+    const w = await batchWriter();
+    const bad = '{"id":"q1","eventType":"v1.patient.statusChanged","publishedTime":"2026-01-05T08:00:00.123Z","message":{"patientStatus":"preScreening","referralSubjectId":"RS-1","note":"x\\ud800y"}}';
+    const bad2 = '{"id":"q2","eventType":"v1.patient.statusChanged\\udfff","message":{"\\udbff":1}}';
+    const r = await w.write([page(1, [ev('a'), bad, ev('b'), bad2])]);
+    expect(r).toEqual({ inserted: 4, duplicates: 0, quarantined: 2, lastPosition: 4 });
+    expect(await ids()).toEqual(['a', 'q1', 'b', 'q2']);
+    expect(await count('select count(*) as n from raw.events where not json_valid(envelope) or not json_valid(message)')).toBe(0);
+    const stored = await wh.all<{ env: string; status: string; note: string; t: string }>(
+      "select envelope::varchar as env, message->>'patientStatus' as status, message->>'note' as note, event_type as t from raw.events where event_id in ('q1', 'q2') order by stream_position",
+    );
+    expect(stored[0]!.status).toBe('preScreening');
+    expect(stored[0]!.note).toBe('x\ufffdy');
+    expect(stored[1]!.t).toBe('v1.patient.statusChanged\ufffd');
+    const q = await wh.all<{ p: bigint; id: string; body: string; reason: string }>(
+      'select stream_position as p, event_id as id, body, reason from raw.quarantined_events order by stream_position',
+    );
+    expect(q.map((x) => [Number(x.p), x.id, x.body])).toEqual([[2, 'q1', bad], [4, 'q2', bad2]]);
+    expect(q[0]!.reason).toMatch(/lone surrogate/);
+    // Redelivered as sent: recognised as the same event.
+    const again = await w.write([page(2, [bad, ev('c')])]);
+    expect([again.inserted, again.duplicates, again.quarantined]).toEqual([1, 1, 0]);
   });
 
   it('creates the database file 0600 in a 0700 folder', async () => {
     await wh.checkpoint();
     expect(statSync(wh.path).mode & 0o777).toBe(0o600);
   });
-  // The direct path (the extract's hot path) must store exactly what the exact path stores.
-  const times = [
-    '2026-01-05T08:00:00.123Z', '2026-01-05T08:00:00Z', '2026-01-05T08:00:00.123456Z', '2026-01-05T08:00:00.1234567Z',
-    '2026-01-05T10:00:00+02:00', '2026-01-05T03:00:00.5-05:00', '2026-01-05T08:00:00+0530', '2026-01-05 08:00:00',
-    '2026-02-30T08:00:00Z', '2026-01-05T25:00:00Z', '2026-01-05', 'yesterday', '', 12345, null, undefined,
-    'infinity', '-infinity', '2026-01-05T08:00:00.000+00:00',
-  ];
-  const mixedPage = (prefix: string) =>
-    body(
-      times.map((t, i) => {
-        const e: Record<string, unknown> = ev(`${prefix}${i}`);
-        if (t === undefined) delete e['publishedTime'];
-        else e['publishedTime'] = t;
-        if (i === 3) e['message'] = null;
-        if (i === 4) { delete e['eventType']; e['name'] = 'v1.patient.created'; }
-        if (i === 5) e['unknownKey'] = { deep: ['x', 1.5e3, true] };
-        return e;
-      }),
-    );
-  const snapshot = (w: Warehouse) =>
-    w.all<Record<string, unknown>>(
-      `select stream_id, stream_position, event_id, event_type, epoch_us(published_time) as us, published_time::varchar as published_text,
-              message::varchar as message, envelope::varchar as envelope, run_id
-       from raw.events order by stream_position`,
-    );
 
-  it('direct path: the same rows as the exact path, publishedTime cast as TRY_CAST does (offsets included)', async () => {
-    const pages = [
-      { bodyText: mixedPage('a'), pageNumber: 1 },
-      { bodyText: body([]), pageNumber: 2 },
-      { bodyText: mixedPage('b'), pageNumber: 3 },
-    ];
-    const other = await Warehouse.open(join(tmp.dir, 'exact.duckdb'));
-    try {
-      await other.migrate();
-      const direct = await wh.transaction(() => new RawEventWriter(wh).appendPagesDirect('s1', 10, pages, 'run1'));
-      const exact = await other.transaction(() => new RawEventWriter(other).appendPages('s1', 10, pages, 'run1'));
-      expect(direct).toEqual({ inserted: 2 * times.length, duplicates: 0, lastPosition: 10 + 2 * times.length });
-      expect(exact).toEqual(direct);
-      const a = await snapshot(wh);
-      expect(a).toEqual(await snapshot(other));
-      expect(a.map((r) => Number(r['stream_position']))).toEqual([...Array(2 * times.length).keys()].map((k) => 11 + k));
-      // spot checks against DuckDB's own TRY_CAST, offsets applied
-      const us = (i: number) => a[i]!['us'];
-      expect(a.map((r) => r['published_text'])).toContain('infinity');
-      expect(a.map((r) => r['published_text'])).toContain('-infinity');
-      expect(us(4)).toBe(BigInt(Date.UTC(2026, 0, 5, 8)) * 1000n);
-      expect(us(5)).toBe(BigInt(Date.UTC(2026, 0, 5, 8, 0, 0, 500)) * 1000n);
-      expect(us(8)).toBeNull();
-      expect(us(11)).toBeNull();
-      const ids = await wh.all<{ n: bigint }>('select count(*) as n from etl.event_ids');
-      expect(Number(ids[0]!.n)).toBe(2 * times.length);
-    } finally {
-      await other.close();
-    }
-  });
-
-  it('direct path: an id already on the stream, or twice in the batch, throws RepeatedEventIdsError and the rollback leaves nothing', async () => {
-    const w = new RawEventWriter(wh);
-    await wh.transaction(() => w.appendPagesDirect('s1', 0, [{ bodyText: body([ev('a'), ev('b')]), pageNumber: 1 }], 'r'));
-    const before = await snapshot(wh);
-    await expect(
-      wh.transaction(() => w.appendPagesDirect('s1', 2, [{ bodyText: body([ev('c'), ev('a')]), pageNumber: 2 }], 'r')),
-    ).rejects.toBeInstanceOf(RepeatedEventIdsError);
-    await expect(
-      wh.transaction(() => w.appendPagesDirect('s1', 2, [{ bodyText: body([ev('c')]), pageNumber: 2 }, { bodyText: body([ev('c')]), pageNumber: 3 }], 'r')),
-    ).rejects.toBeInstanceOf(RepeatedEventIdsError);
-    expect(await snapshot(wh)).toEqual(before);
-    expect(Number((await wh.one<{ n: bigint }>('select count(*) as n from etl.event_ids'))!.n)).toBe(2);
-    // the same id on another stream is not a repeat
-    await wh.transaction(() => w.appendPagesDirect('s2', 0, [{ bodyText: body([ev('a')]), pageNumber: 1 }], 'r'));
-    expect(Number((await wh.one<{ n: bigint }>('select count(*) as n from raw.events'))!.n)).toBe(3);
-  });
-
-  it('direct path: an event without an id is a contract error naming the page', async () => {
-    const w = new RawEventWriter(wh);
-    await expect(
-      wh.transaction(() => w.appendPagesDirect('s1', 0, [{ bodyText: body([ev('a'), { eventType: 'x', message: {} }]), pageNumber: 4 }], 'r')),
-    ).rejects.toThrow(/page 4: an event has no id/);
-    expect(Number((await wh.one<{ n: bigint }>('select count(*) as n from raw.events'))!.n)).toBe(0);
-  });
   it(`writes raw.events in row groups of ${ROW_GROUP_SIZE} rows, under the catalog named after the file`, async () => {
-    const w = new RawEventWriter(wh);
-    const pages = Array.from({ length: 20 }, (_, p) => ({
-      bodyText: body(Array.from({ length: 1000 }, (_, i) => ev(`e${p}-${i}`))),
-      pageNumber: p + 1,
-    }));
-    await wh.transaction(() => w.appendPagesDirect('s1', 0, pages, 'r'));
+    const w = await batchWriter();
+    await w.write(Array.from({ length: 20 }, (_, p) => page(p + 1, Array.from({ length: 1000 }, (_, i) => ev(`e${p}-${i}`)))));
     await wh.checkpoint();
     const groups = await wh.all<{ rows: bigint | number }>(
       `select max(count) as rows from pragma_storage_info('raw.events') group by row_group_id order by row_group_id`,

@@ -1,24 +1,36 @@
 import { describe, expect, it } from 'vitest';
-import { batchComplete } from '../../../src/extract/extractEvents.js';
+import { BATCH_MAX_BYTES, DEFAULT_BATCH_PAGES, batchComplete } from '../../../src/extract/extractEvents.js';
 import { ROW_GROUP_SIZE } from '../../../src/warehouse/Warehouse.js';
 
-describe('batchComplete: batches end where DuckDB row groups come out more than half full', () => {
-  it('ends a batch of 1,000-event pages at 25 pages whether 20 or 25 were asked for (remainders 8,616 rows)', () => {
-    const ends = (batchPages: number) => {
-      for (let pages = 1; pages <= 2 * batchPages; pages += 1) if (batchComplete(pages, pages * 1000, batchPages)) return pages;
-      return undefined;
-    };
-    expect(ends(25)).toBe(25);
-    expect(ends(20)).toBe(25); // 20 pages would leave a row group of 3,616 rows
-    expect(ends(33)).toBe(41); // 33,000 rows would leave 232
-    expect(ends(12)).toBe(12); // under one row group: through the WAL, whole row groups
+/** The page count at which a batch of `perPage`-event pages of `pageBytes` bytes ends. */
+function ends(batchPages: number, perPage: number, pageBytes = perPage * 370): number | undefined {
+  for (let pages = 1; pages <= batchPages; pages += 1) if (batchComplete(pages, pages * perPage, pages * pageBytes, batchPages)) return pages;
+  return undefined;
+}
+
+describe('batchComplete (docs/ingest.md "Batches")', () => {
+  it('by default a batch ends where its last DuckDB row group comes out more than half full', () => {
+    expect(ends(DEFAULT_BATCH_PAGES, 1000)).toBe(25); // 25,000 rows: remainder 8,616 (20 pages would leave 3,616)
+    expect(ends(DEFAULT_BATCH_PAGES, 100)).toBe(246); // page size 100: 24,600 rows, remainder 8,216
+    expect(ends(DEFAULT_BATCH_PAGES, 1)).toBe(DEFAULT_BATCH_PAGES); // tiny pages: at --batch-pages
   });
 
-  it('never ends before batchPages, always at twice batchPages, and on exact multiples of a row group', () => {
-    expect(batchComplete(24, 24 * 1000, 25)).toBe(false);
-    expect(batchComplete(50, 50 * 700 + 1, 25)).toBe(true);
-    expect(batchComplete(25, 2 * ROW_GROUP_SIZE, 25)).toBe(true);
-    expect(batchComplete(25, 2 * ROW_GROUP_SIZE + ROW_GROUP_SIZE / 2, 25)).toBe(false);
-    expect(batchComplete(25, 2 * ROW_GROUP_SIZE + ROW_GROUP_SIZE / 2 + 1, 25)).toBe(true);
+  it('--batch-pages is the most pages a batch takes', () => {
+    expect(ends(1, 50)).toBe(1);
+    expect(ends(20, 1000)).toBe(20);
+    expect(batchComplete(399, 399, 0, 400)).toBe(false);
+    expect(batchComplete(400, 400, 0, 400)).toBe(true);
+  });
+
+  it('ends at the byte budget whatever the pages: 20 MB pages one at a time, 4 MB pages four at a time', () => {
+    expect(ends(DEFAULT_BATCH_PAGES, 1000, 20_000_000)).toBe(1);
+    expect(ends(DEFAULT_BATCH_PAGES, 1000, 4_200_000)).toBe(4);
+    expect(batchComplete(1, 10, BATCH_MAX_BYTES, DEFAULT_BATCH_PAGES)).toBe(true);
+  });
+
+  it('ends on exact multiples of a row group, not on remainders of half a row group or less', () => {
+    expect(batchComplete(25, 2 * ROW_GROUP_SIZE, 0, 1000)).toBe(true);
+    expect(batchComplete(25, 2 * ROW_GROUP_SIZE + ROW_GROUP_SIZE / 2, 0, 1000)).toBe(false);
+    expect(batchComplete(25, 2 * ROW_GROUP_SIZE + ROW_GROUP_SIZE / 2 + 1, 0, 1000)).toBe(true);
   });
 });
