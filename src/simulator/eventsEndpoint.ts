@@ -1,5 +1,5 @@
 /**
- * The reporting events stream `GET /rpi/events` (spec §4.3, §6, §9): bearer-token check,
+ * The reporting events stream `GET /rpi/events`: bearer-token check,
  * query and cursor parsing, keyset pages over the event store, and the auth- and
  * content-phase faults of events pages (faults.ts), the hostile encodings included.
  *
@@ -25,7 +25,7 @@ interface PageModel {
   filterKey: string;
 }
 
-/** `pagination` of an events page (spec §4.3). */
+/** `pagination` of an events page. */
 interface Pagination {
   nextPage: string;
   hasNextPage: boolean;

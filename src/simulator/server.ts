@@ -1,8 +1,7 @@
 /**
  * The simulator's HTTP server (`node:http`): routing, the request log and counters,
  * socket and timer bookkeeping, and the transport phase of faults.ts. The endpoints live
- * in tokenEndpoint.ts (spec §4.1), sitesEndpoint.ts (spec §4.2) and eventsEndpoint.ts
- * (spec §4.3).
+ * in tokenEndpoint.ts, sitesEndpoint.ts and eventsEndpoint.ts.
  *
  * @module
  */
@@ -107,7 +106,7 @@ export class MockServer implements EndpointContext {
     await done;
   }
 
-  /** Invalidates every token issued so far (spec §5.4: later calls get 401). */
+  /** Invalidates every token issued so far (later calls get 401). */
   revokeTokens(): void {
     this.token.revokeTokens();
   }

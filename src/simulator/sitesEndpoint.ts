@@ -1,6 +1,6 @@
 /**
- * The study-website site list `GET /microsites-api/v1/:micrositeId/sites/:trialId`
- * (spec §4.2, §5.6): no token, an allowed `Origin` required; content fault `loneSurrogate`.
+ * The study-website site list `GET /microsites-api/v1/:micrositeId/sites/:trialId`: no
+ * token, an allowed `Origin` required; content fault `loneSurrogate`.
  *
  * @module
  */

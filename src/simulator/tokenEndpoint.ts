@@ -1,5 +1,5 @@
 /**
- * The token endpoint `POST /oauth/token` (spec §2.1, §2.2, §4.1, §5): client-credentials
+ * The token endpoint `POST /oauth/token`: client-credentials
  * grants of JWT-shaped bearer tokens, the store of issued tokens the events endpoint
  * checks, and the token faults of the content phase (`echoSecret`, `badToken`).
  *
@@ -90,7 +90,7 @@ export class TokenEndpoint {
     return true;
   }
 
-  /** Invalidates every token issued so far (spec §5.4: later calls get 401). */
+  /** Invalidates every token issued so far (later calls get 401). */
   revokeTokens(): void {
     this.tokens = new Map();
   }
@@ -120,7 +120,7 @@ export class TokenEndpoint {
     return { fields: o };
   }
 
-  /** A 200 token response carrying `token` (spec §2.2). */
+  /** A 200 token response carrying `token`. */
   private grant(token: string): Prepared {
     return jsonBody(200, { access_token: token, expires_in: this.ctx.settings.tokenLifetimeSeconds, token_type: 'Bearer' }, { 'cache-control': 'no-store', pragma: 'no-cache' });
   }
