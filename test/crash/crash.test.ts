@@ -16,7 +16,7 @@
  * simulator is shared (static data: grow() is never called).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { existsSync, mkdirSync, readdirSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import type { MockApi } from '../../src/simulator/index.js';
 import { expectedEvents } from '../../src/simulator/index.js';
@@ -185,8 +185,9 @@ describe('crash safety: SIGKILL at any instant, then a run to completion (guaran
     const badRuns = snap.runs.filter((r) => r.status === 'failed' || r.status === 'interrupted' || r.status === 'running');
     if (badRuns.length > 0) problems.push(`etl.runs has ${JSON.stringify(badRuns.map((r) => ({ ...r, n: String(r.n) })))}`);
     if (!snap.runs.some((r) => r.status === 'succeeded')) problems.push('etl.runs records no succeeded run');
+    let exp: Awaited<ReturnType<typeof checkExports>> | undefined;
     try {
-      const exp = await checkExports(exportDir);
+      exp = await checkExports(exportDir);
       problems.push(...exp.problems.map((p) => `exports: ${p}`));
       const models = exp.manifest.files.map((f) => f.model).sort();
       const refModels = ref.manifest.files.map((f) => f.model).sort();
@@ -198,6 +199,16 @@ describe('crash safety: SIGKILL at any instant, then a run to completion (guaran
         const got = exp.rowsByFile[f.file];
         if (got !== f.rows) problems.push(`export ${f.file} has ${got} rows, the uninterrupted run's has ${f.rows}`);
       }
+    } catch (err) {
+      problems.push(`exports: ${(err as Error).message}`);
+    }
+    // Snapshots (docs/exports.md): current, at most the previous one, no folder of a killed export.
+    try {
+      const current = readlinkSync(join(exportDir, 'current'));
+      const snaps = readdirSync(join(exportDir, 'snapshots'));
+      if (!snaps.includes(current.replace(/^snapshots\//, '')) || snaps.length > 2) problems.push(`exports: current -> ${current}, snapshots ${JSON.stringify(snaps)}`);
+      const named = (exp?.manifest as { snapshot?: string } | undefined)?.snapshot;
+      if (named !== current) problems.push(`exports: manifest names snapshot ${named}, current is ${current}`);
     } catch (err) {
       problems.push(`exports: ${(err as Error).message}`);
     }
@@ -289,6 +300,7 @@ describe('crash safety: SIGKILL at any instant, then a run to completion (guaran
   const laterInstants = (): Instant[] => [
     { kind: 'failpoint', name: 'transform.before', n: 1, label: 'transform.before:1' },
     ...ref.manifest.files.map((_, i): Instant => ({ kind: 'failpoint', name: 'export.mid-file', n: i + 1, label: `export.mid-file:${i + 1}` })),
+    { kind: 'failpoint', name: 'export.before-swap', n: 1, label: 'export.before-swap:1' },
     { kind: 'failpoint', name: 'run.before-checkpoint', n: 1, label: 'run.before-checkpoint:1' },
     { kind: 'failpoint', name: 'publish.mid-copy', n: 1, label: 'publish.mid-copy:1' },
   ];
@@ -342,12 +354,20 @@ describe('crash safety: SIGKILL at any instant, then a run to completion (guaran
       if (inst.kind !== 'failpoint') return undefined;
       if (!o.died) return `the failpoint was reached but the process did not die by SIGKILL (exit ${o.exitCode})`;
       if (o.rowsAtKill !== ref.events.length) return `${o.rowsAtKill} raw.events rows after the kill, expected all ${ref.events.length} (extract had committed)`;
-      if (inst.name === 'export.mid-file') {
-        // The file in flight is left under its temporary name, the ones before are in place.
-        const files = existsSync(join(dir, 'exports')) ? readdirSync(join(dir, 'exports')) : [];
+      if (inst.name === 'export.mid-file' || inst.name === 'export.before-swap') {
+        // Nothing is published before the swap (docs/exports.md): the export folder holds only
+        // the unpublished snapshot folder of this first export, no current, no stable path. In
+        // it, mid-file: the file in flight under its temporary name, the ones before in place,
+        // no manifest; before the swap: every file and the manifest.
+        const exportDir = join(dir, 'exports');
+        const top = existsSync(exportDir) ? readdirSync(exportDir) : [];
+        const snaps = top.includes('snapshots') ? readdirSync(join(exportDir, 'snapshots')) : [];
+        if (JSON.stringify(top) !== '["snapshots"]' || snaps.length !== 1) return `unexpected export folder after the kill: ${JSON.stringify(top)}, snapshots ${JSON.stringify(snaps)}`;
+        const files = readdirSync(join(exportDir, 'snapshots', snaps[0]!));
         const tmps = files.filter((f) => f.endsWith('.tmp'));
         const done = files.filter((f) => f.endsWith('.parquet'));
-        if (tmps.length !== 1 || done.length !== inst.n - 1 || files.includes('manifest.json')) return `unexpected export folder after the kill: ${JSON.stringify(files)}`;
+        const want = inst.name === 'export.mid-file' ? { tmps: 1, done: inst.n - 1, manifest: false } : { tmps: 0, done: ref.manifest.files.length, manifest: true };
+        if (tmps.length !== want.tmps || done.length !== want.done || files.includes('manifest.json') !== want.manifest) return `unexpected snapshot folder after the kill: ${JSON.stringify(files)}`;
       }
       if (inst.name === 'publish.mid-copy' && tmpLeftovers(dir).length !== 1) return `expected the half-written copy as a .tmp beside the db, found ${JSON.stringify(readdirSync(dir))}`;
       return undefined;

@@ -75,6 +75,16 @@ describe('pages that parse but break the contract: exit 6 at once, nothing of th
     await expectContractBreak({ kind: 'eventWithoutId' }, 4, 4);
   });
 
+  it('two "events" keys (JSON.parse kept the last, the writer stored the first: events lost, exit 0 before)', async () => {
+    const { out } = await expectContractBreak({ kind: 'duplicateEventsKey' }, 4, 4);
+    expect(out.message).toContain('the page has the member "events" more than once');
+  });
+
+  it('an event with two "id" keys (event_id and envelope id disagreed before)', async () => {
+    const { out } = await expectContractBreak({ kind: 'duplicateIdKey', event: 3 }, 4, 4);
+    expect(out.message).toContain('event 3 has the member "id" more than once');
+  });
+
   it('an event without id on the first page: nothing stored, no cursor', async () => {
     api.faults.add({ endpoint: 'events', kind: 'eventWithoutId' });
     const db = freshDb();
