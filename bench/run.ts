@@ -7,14 +7,17 @@
  *   2. drain:   fetching every page over HTTP with the job's own client, discarding it;
  *   3. extract: `recruit-etl extract` end to end into a fresh database (a child process,
  *               cursor commits included), with its peak RSS (VmHWM);
+ *   (steps 2 and 3 at each page size, 1,000 and 100 by default, each beside its own limit)
  *   4. transform and export on the result, and one typed scan of raw.events for scale;
- * then prints events/s, MB/s, peak RSS and the ratios 3/1, 3/2, (transform+export)/scan,
- * and writes the figures to bench/results/<date>.json.
+ *   5. large pages: 30 legal pages of 20 MB extracted, with the peak RSS;
+ * then prints events/s, MB/s, peak RSS and the ratios, and writes the figures to
+ * bench/results/<date>.json. How to read them: docs/performance.md.
  *
  * Steps 1–3 are timed BENCH_REPEAT times (default 3 up to 1M events, else 1), interleaved, and
  * their medians reported; the peak RSS is the highest of the extract's samples.
  *
- * Environment: BENCH_EVENTS (default 1,000,000; up to 10,000,000), BENCH_PAGE_SIZE (1000),
+ * Environment: BENCH_EVENTS (default 1,000,000; up to 10,000,000), BENCH_PAGE_SIZES
+ * (`1000,100`), BENCH_LARGE_PAGES (30; 0 skips step 5), BENCH_LARGE_PAGE_BYTES (20,000,000),
  * BENCH_BATCH_PAGES (the job's default), BENCH_REPEAT,
  * BENCH_NODE_OPTIONS and BENCH_MALLOC_ARENA_MAX (the extract's NODE_OPTIONS, MALLOC_ARENA_MAX),
  * BENCH_TRACE=1 prints each child's RSS over time, BENCH_KEEP=1 keeps the work folder.
@@ -34,7 +37,11 @@ import { publishedCopyPath } from '../src/warehouse/publishCopy.js';
 import { DEFAULT_EVENT_TYPES } from '../src/config/config.js';
 
 const N = Number(process.env['BENCH_EVENTS'] ?? 1_000_000);
-const PAGE = Number(process.env['BENCH_PAGE_SIZE'] ?? 1000);
+/** Page sizes measured (BENCH_PAGE_SIZES, comma-separated; the first one feeds step 4). */
+const PAGES = (process.env['BENCH_PAGE_SIZES'] ?? '1000,100').split(',').map(Number);
+/** The large-page run: BENCH_LARGE_PAGES pages (0: none) of BENCH_LARGE_PAGE_BYTES bytes. */
+const LARGE_PAGES = Number(process.env['BENCH_LARGE_PAGES'] ?? 30);
+const LARGE_PAGE_BYTES = Number(process.env['BENCH_LARGE_PAGE_BYTES'] ?? 20_000_000);
 const BATCH = process.env['BENCH_BATCH_PAGES'];
 /** Samples of steps 1–3 (default 3 up to 1M events, 1 above: a 5M run already takes minutes). */
 const REPEAT = Math.max(1, Math.trunc(Number(process.env['BENCH_REPEAT'] ?? (N <= 1_000_000 ? 3 : 1))) || 1);
@@ -57,9 +64,9 @@ interface Sim {
   startMs: number;
 }
 
-async function startSimulator(): Promise<Sim> {
+async function startSimulator(events: number, faults: readonly string[] = []): Promise<Sim> {
   const t0 = performance.now();
-  const proc = spawn(process.execPath, [CLI, 'mock-api', '--port', '0', '--synthetic-events', String(N), '--log-level', 'warn'], {
+  const proc = spawn(process.execPath, [CLI, 'mock-api', '--port', '0', '--synthetic-events', String(events), '--log-level', 'warn', ...faults.flatMap((f) => ['--fault', f])], {
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   let buf = '';
@@ -92,13 +99,13 @@ function clientFor(sim: Sim): { http: HttpClient; events: EventsClient } {
 }
 
 /** 2. Every page over HTTP through the job's own client, discarded (optionally written as NDJSON). */
-async function drain(sim: Sim, ndjsonPath?: string): Promise<{ ms: number; events: number; bytes: number }> {
+async function drain(sim: Sim, page: number, ndjsonPath?: string): Promise<{ ms: number; events: number; bytes: number }> {
   const { http, events } = clientFor(sim);
   const out = ndjsonPath ? createWriteStream(ndjsonPath) : undefined;
   const t0 = performance.now();
   let n = 0;
   let bytes = 0;
-  const start = firstPageUrl(sim.baseUrl, { trialIds: sim.trialIds, eventTypes: [...DEFAULT_EVENT_TYPES], limit: PAGE });
+  const start = firstPageUrl(sim.baseUrl, { trialIds: sim.trialIds, eventTypes: [...DEFAULT_EVENT_TYPES], limit: page });
   for await (const page of pageStream(events, start, { label: 'bench' })) {
     n += page.events.id.length;
     bytes += page.bytes;
@@ -197,57 +204,107 @@ async function typedScan(db: string): Promise<number> {
 
 const fmt = (n: number, d = 0) => n.toLocaleString('en-US', { maximumFractionDigits: d, minimumFractionDigits: d });
 
+/** Environment of the CLI against `sim` writing `db`, at page size `page`. */
+function envFor(sim: Sim, db: string, page: number): Record<string, string> {
+  return {
+    RECRUIT_ETL_DB: db,
+    RECRUIT_ETL_BASE_URL: sim.baseUrl,
+    RECRUIT_ETL_AUTH_URL: sim.authUrl,
+    RECRUIT_ETL_CLIENT_ID: sim.clientId,
+    RECRUIT_ETL_CLIENT_SECRET: 'demo-client-secret',
+    RECRUIT_ETL_AUDIENCE: sim.audience,
+    RECRUIT_ETL_TRIAL_ID: sim.trialIds.join(','),
+    RECRUIT_ETL_PAGE_SIZE: String(page),
+    RECRUIT_ETL_EXPORT_DIR: join(WORK, 'exports'),
+    RECRUIT_ETL_LOG_LEVEL: 'warn',
+    ...(BATCH ? { RECRUIT_ETL_BATCH_PAGES: BATCH } : {}),
+    ...(process.env['BENCH_MALLOC_ARENA_MAX'] ? { MALLOC_ARENA_MAX: process.env['BENCH_MALLOC_ARENA_MAX'] } : {}),
+    ...(process.env['BENCH_NODE_OPTIONS'] ? { NODE_OPTIONS: process.env['BENCH_NODE_OPTIONS'] } : {}),
+  };
+}
+
+interface PageSizeFigures {
+  pageSize: number;
+  limits: { ms: number; rows: number }[];
+  drains: { ms: number; events: number; bytes: number }[];
+  extracts: { ms: number; peakRssBytes: number }[];
+  /** Medians (ms) and the highest peak RSS. */
+  limitMs: number;
+  drainMs: number;
+  extractMs: number;
+  peakRssBytes: number;
+  bytes: number;
+  events: number;
+}
+
+/** Steps 1–3 at one page size, REPEAT times interleaved; the extract's database is left in `db`. */
+async function measure(sim: Sim, ndjson: string, db: string, page: number): Promise<PageSizeFigures> {
+  const limits: { ms: number; rows: number }[] = [];
+  const drains: { ms: number; events: number; bytes: number }[] = [];
+  const extracts: { ms: number; peakRssBytes: number }[] = [];
+  for (let k = 0; k < REPEAT; k += 1) {
+    const limitDb = join(WORK, 'limit.duckdb');
+    rmSync(limitDb, { force: true });
+    settle();
+    limits.push(await limit(ndjson, limitDb));
+    settle();
+    drains.push(await drain(sim, page));
+    for (const f of [db, `${db}.wal`, publishedCopyPath(db)]) rmSync(f, { force: true });
+    settle();
+    extracts.push(await cli(['extract'], envFor(sim, db, page)));
+  }
+  const dr = median(drains);
+  return {
+    pageSize: page,
+    limits,
+    drains,
+    extracts,
+    limitMs: median(limits).ms,
+    drainMs: dr.ms,
+    extractMs: median(extracts).ms,
+    peakRssBytes: Math.max(...extracts.map((e) => e.peakRssBytes)),
+    bytes: dr.bytes,
+    events: dr.events,
+  };
+}
+
+/**
+ * Legal but large pages: LARGE_PAGES pages padded to LARGE_PAGE_BYTES each (the simulator's
+ * `padEvents` fault), extracted once; the peak RSS must stay under 512 MiB.
+ */
+async function largePages(): Promise<{ pages: number; pageBytes: number; ms: number; peakRssBytes: number }> {
+  const sim = await startSimulator(LARGE_PAGES * 100, [`events:padEvents=${LARGE_PAGE_BYTES}:times=${LARGE_PAGES * 10}`]);
+  try {
+    const db = join(WORK, 'large.duckdb');
+    settle();
+    const r = await cli(['extract'], envFor(sim, db, 100));
+    return { pages: LARGE_PAGES, pageBytes: LARGE_PAGE_BYTES, ms: r.ms, peakRssBytes: r.peakRssBytes };
+  } finally {
+    sim.proc.kill('SIGTERM');
+  }
+}
+
 async function main(): Promise<void> {
   if (!existsSync(CLI)) throw new Error('dist/cli.js is missing: run `make build`');
   rmSync(WORK, { recursive: true, force: true });
   mkdirSync(WORK, { recursive: true, mode: 0o700 });
-  console.log(`bench: ${fmt(N)} events, page size ${PAGE}`);
-  const sim = await startSimulator();
+  console.log(`bench: ${fmt(N)} events, page sizes ${PAGES.join(', ')}`);
+  const sim = await startSimulator(N);
   try {
     console.log(`bench: simulator ready in ${fmt(sim.startMs / 1000, 1)} s`);
     const ndjson = join(WORK, 'events.ndjson');
-    await drain(sim, ndjson); // untimed: the same events as NDJSON for the limit
+    await drain(sim, 1000, ndjson); // untimed: the same events as NDJSON for the limit
     const ndjsonBytes = statSync(ndjson).size;
     // The limit, the drain and the extract are timed REPEAT times each, interleaved (limit,
     // drain, extract, limit, …), and the medians are reported: on a shared 2-core machine one
-    // sample of either moves by ±10 %.
-    const limits: { ms: number; rows: number }[] = [];
-    const drains: { ms: number; events: number; bytes: number }[] = [];
-    const extracts: { ms: number; peakRssBytes: number }[] = [];
+    // sample of either moves by ±10 %. The limit is measured beside each page size, so that
+    // each ratio comes from one stretch of the run.
     const db = join(WORK, 'extract.duckdb');
-    const env: Record<string, string> = {
-      RECRUIT_ETL_DB: db,
-      RECRUIT_ETL_BASE_URL: sim.baseUrl,
-      RECRUIT_ETL_AUTH_URL: sim.authUrl,
-      RECRUIT_ETL_CLIENT_ID: sim.clientId,
-      RECRUIT_ETL_CLIENT_SECRET: 'demo-client-secret',
-      RECRUIT_ETL_AUDIENCE: sim.audience,
-      RECRUIT_ETL_TRIAL_ID: sim.trialIds.join(','),
-      RECRUIT_ETL_PAGE_SIZE: String(PAGE),
-      RECRUIT_ETL_EXPORT_DIR: join(WORK, 'exports'),
-      RECRUIT_ETL_LOG_LEVEL: 'warn',
-      ...(BATCH ? { RECRUIT_ETL_BATCH_PAGES: BATCH } : {}),
-    };
-    const extractEnv = {
-      ...env,
-      ...(process.env['BENCH_MALLOC_ARENA_MAX'] ? { MALLOC_ARENA_MAX: process.env['BENCH_MALLOC_ARENA_MAX'] } : {}),
-      ...(process.env['BENCH_NODE_OPTIONS'] ? { NODE_OPTIONS: process.env['BENCH_NODE_OPTIONS'] } : {}),
-    };
-    for (let k = 0; k < REPEAT; k += 1) {
-      const limitDb = join(WORK, 'limit.duckdb');
-      rmSync(limitDb, { force: true });
-      settle();
-      limits.push(await limit(ndjson, limitDb));
-      settle();
-      drains.push(await drain(sim));
-      for (const f of [db, `${db}.wal`, publishedCopyPath(db)]) rmSync(f, { force: true });
-      settle();
-      extracts.push(await cli(['extract'], extractEnv));
-    }
+    const figures: PageSizeFigures[] = [];
+    // The last page size measured leaves its database for step 4: the first one, 1000.
+    for (const page of [...PAGES].reverse()) figures.unshift(await measure(sim, ndjson, db, page));
     rmSync(ndjson, { force: true });
-    const lim = median(limits);
-    const dr = median(drains);
-    const ex = { ms: median(extracts).ms, peakRssBytes: Math.max(...extracts.map((e) => e.peakRssBytes)) };
+    const env = envFor(sim, db, PAGES[0]!);
     settle();
     const tr = await cli(['transform'], env);
     settle();
@@ -257,38 +314,33 @@ async function main(): Promise<void> {
     const wh = await Warehouse.open(db, { readOnly: true });
     const loaded = Number((await wh.one<{ n: bigint }>('select count(*) as n from raw.events'))?.n ?? 0n);
     await wh.close();
-    if (loaded !== dr.events || lim.rows !== dr.events) {
-      throw new Error(`row counts differ: served ${dr.events}, limit ${lim.rows}, extract ${loaded}`);
+    for (const f of figures) {
+      if (loaded !== f.events || f.limits.some((l) => l.rows !== f.events)) {
+        throw new Error(`row counts differ at page size ${f.pageSize}: served ${f.events}, limit ${f.limits.map((l) => l.rows).join('/')}, extract ${loaded}`);
+      }
     }
-    const mb = dr.bytes / 1e6;
-    const rows = [
-      ['1 limit (DuckDB NDJSON load)', lim.ms, lim.rows, ndjsonBytes / 1e6],
-      ['2 HTTP drain', dr.ms, dr.events, mb],
-      ['3 extract end to end', ex.ms, loaded, mb],
-      ['4a transform', tr.ms, loaded, NaN],
-      ['4b export', exp.ms, loaded, NaN],
-      ['4c typed scan of raw.events', scanMs, loaded, NaN],
-    ] as const;
+    const large = LARGE_PAGES > 0 ? await largePages() : undefined;
     console.log('');
-    console.log(`${'step'.padEnd(30)} ${'seconds'.padStart(8)} ${'events/s'.padStart(11)} ${'MB/s'.padStart(7)}`);
-    for (const [name, ms, n, size] of rows) {
-      const s = ms / 1000;
-      console.log(`${name.padEnd(30)} ${fmt(s, 2).padStart(8)} ${fmt(n / s).padStart(11)} ${(Number.isNaN(size) ? '-' : fmt(size / s, 1)).padStart(7)}`);
-    }
-    const ratios = {
-      extractVsLimit: lim.ms / ex.ms,
-      extractVsDrain: dr.ms / ex.ms,
-      transformExportVsScan: (tr.ms + exp.ms) / scanMs,
+    console.log(`${'step'.padEnd(34)} ${'seconds'.padStart(8)} ${'events/s'.padStart(11)} ${'MB/s'.padStart(7)}`);
+    const line = (name: string, ms: number, n: number, size: number) => {
+      const sec = ms / 1000;
+      console.log(`${name.padEnd(34)} ${fmt(sec, 2).padStart(8)} ${fmt(n / sec).padStart(11)} ${(Number.isNaN(size) ? '-' : fmt(size / sec, 1)).padStart(7)}`);
     };
-    if (REPEAT > 1) {
-      const list = (xs: readonly { ms: number }[]) => xs.map((x) => fmt(x.ms / 1000, 2)).join(' / ');
-      console.log(`(medians of ${REPEAT}: limit ${list(limits)} s; drain ${list(drains)} s; extract ${list(extracts)} s)`);
+    const list = (xs: readonly { ms: number }[]) => xs.map((x) => fmt(x.ms / 1000, 2)).join(' / ');
+    for (const f of figures) {
+      line(`1 limit (DuckDB NDJSON load)`, f.limitMs, f.events, ndjsonBytes / 1e6);
+      line(`2 HTTP drain, page size ${f.pageSize}`, f.drainMs, f.events, f.bytes / 1e6);
+      line(`3 extract, page size ${f.pageSize}`, f.extractMs, f.events, f.bytes / 1e6);
+      if (REPEAT > 1) console.log(`  (medians of ${REPEAT}: limit ${list(f.limits)} s; drain ${list(f.drains)} s; extract ${list(f.extracts)} s)`);
+      console.log(`  extract / limit: ${fmt(f.limitMs / f.extractMs, 2)}×   peak RSS ${fmt(f.peakRssBytes / 1048576)} MiB`);
     }
-    console.log('');
-    console.log(`peak RSS of extract: ${fmt(ex.peakRssBytes / 1048576)} MiB (target ≤ 256)`);
-    console.log(`extract speed / limit speed (3 vs 1): ${fmt(ratios.extractVsLimit, 2)}× (target ≥ 0.5)`);
-    console.log(`extract speed / drain speed (3 vs 2): ${fmt(ratios.extractVsDrain, 2)}×`);
-    console.log(`(transform + export) / typed scan: ${fmt(ratios.transformExportVsScan, 1)}× (target ≤ 3)`);
+    line('4a transform', tr.ms, loaded, NaN);
+    line('4b export', exp.ms, loaded, NaN);
+    line('4c typed scan of raw.events', scanMs, loaded, NaN);
+    console.log(`(transform + export) / typed scan: ${fmt((tr.ms + exp.ms) / scanMs, 1)}×`);
+    if (large) {
+      console.log(`large pages: ${large.pages} pages of ${fmt(large.pageBytes / 1e6)} MB extracted in ${fmt(large.ms / 1000, 2)} s, peak RSS ${fmt(large.peakRssBytes / 1048576)} MiB (target < 512)`);
+    }
     const date = new Date().toISOString().slice(0, 10);
     const resultsDir = join(PACKAGE_ROOT, 'bench', 'results');
     mkdirSync(resultsDir, { recursive: true });
@@ -299,29 +351,26 @@ async function main(): Promise<void> {
         {
           date: new Date().toISOString(),
           events: N,
-          pageSize: PAGE,
           batchPages: BATCH ? Number(BATCH) : 'default',
           repeat: REPEAT,
-          samples: {
-            limit: limits.map((x) => x.ms / 1000),
-            drain: drains.map((x) => x.ms / 1000),
-            extract: extracts.map((x) => x.ms / 1000),
-            extractPeakRssBytes: extracts.map((x) => x.peakRssBytes),
-          },
           node: process.version,
-          seconds: {
-            limit: lim.ms / 1000,
-            drain: dr.ms / 1000,
-            extract: ex.ms / 1000,
-            transform: tr.ms / 1000,
-            export: exp.ms / 1000,
-            typedScan: scanMs / 1000,
-          },
-          bytesServed: dr.bytes,
           ndjsonBytes,
-          extractPeakRssBytes: ex.peakRssBytes,
-          transformPeakRssBytes: tr.peakRssBytes,
-          ratios,
+          pageSizes: figures.map((f) => ({
+            pageSize: f.pageSize,
+            seconds: { limit: f.limitMs / 1000, drain: f.drainMs / 1000, extract: f.extractMs / 1000 },
+            samples: {
+              limit: f.limits.map((x) => x.ms / 1000),
+              drain: f.drains.map((x) => x.ms / 1000),
+              extract: f.extracts.map((x) => x.ms / 1000),
+              extractPeakRssBytes: f.extracts.map((x) => x.peakRssBytes),
+            },
+            bytesServed: f.bytes,
+            extractPeakRssBytes: f.peakRssBytes,
+            extractVsLimit: f.limitMs / f.extractMs,
+          })),
+          seconds: { transform: tr.ms / 1000, export: exp.ms / 1000, typedScan: scanMs / 1000 },
+          transformExportVsScan: (tr.ms + exp.ms) / scanMs,
+          largePages: large ?? null,
         },
         null,
         2,
