@@ -1,15 +1,15 @@
 /**
  * The error classes of recruit-etl. Every failure that the CLI reports is one of these:
- * a stable string `code`, the process exit code of DESIGN.md ("Exit codes"), a message
+ * a stable string `code`, the process exit code of docs/contracts.md ("Exit codes"), a message
  * that names what failed, and an optional `hint` that says what to do.
  *
  * Messages never carry secrets, tokens, payloads or referral subject ids
- * (DESIGN.md guarantee 6): callers build them from allow-listed facts only.
+ * (docs/contracts.md guarantee 6): callers build them from allow-listed facts only.
  *
  * @module
  */
 
-/** Exit codes of the CLI contract (DESIGN.md "Exit codes"). */
+/** Exit codes of the CLI contract (docs/contracts.md "Exit codes"). */
 export const ExitCode = {
   ok: 0,
   unexpected: 1,
@@ -36,7 +36,7 @@ export interface EtlErrorOptions {
 export class EtlError extends Error {
   /** Stable machine-readable code, e.g. `E_CONFIG`. */
   readonly code: string = 'E_UNEXPECTED';
-  /** Process exit code (DESIGN.md). */
+  /** Process exit code (docs/contracts.md "Exit codes"). */
   readonly exitCode: ExitCodeValue = ExitCode.unexpected;
   /** What to do about it, if known. */
   readonly hint: string | undefined;

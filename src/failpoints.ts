@@ -1,5 +1,5 @@
 /**
- * Failpoints for the crash tests (DESIGN.md guarantee 2): named places in the pipeline
+ * Failpoints for the crash tests (docs/contracts.md guarantee 2): named places in the pipeline
  * where a test can make the process kill itself with SIGKILL, the way a power cut or the
  * OOM killer would. Inert unless `RECRUIT_ETL_FAILPOINT` is set, which only tests do.
  *

@@ -1,4 +1,4 @@
--- Raw and job-state schemas of the warehouse contract (DESIGN.md "Warehouse contract").
+-- Raw and job-state schemas of the warehouse contract (docs/contracts.md "Warehouse tables").
 -- raw.* is append-only: rows are never updated or deleted.
 
 create schema if not exists raw;

@@ -1,6 +1,6 @@
 /**
  * The only place that turns errors into exit codes and the one-line stderr message
- * (DESIGN.md "Exit codes": `recruit-etl: error: …`, no stack trace unless `--verbose`).
+ * (docs/contracts.md "Exit codes": `recruit-etl: error: …`, no stack trace unless `--verbose`).
  *
  * @module
  */

@@ -1,6 +1,6 @@
 /**
  * The CLI entry: builds yargs with every command, installs the signal handlers, runs the
- * command and returns the exit code (DESIGN.md "CLI contract"). `src/cli.ts` calls
+ * command and returns the exit code (docs/contracts.md "Commands"). `src/cli.ts` calls
  * {@link run} and exits with its result.
  *
  * @module
@@ -48,7 +48,7 @@ function loadConfigFile(path: string): Record<string, unknown> {
  * Run the CLI.
  *
  * @param argv the arguments after the script name
- * @returns the exit code (0 done; see DESIGN.md "Exit codes")
+ * @returns the exit code (0 done; see docs/contracts.md "Exit codes")
  */
 export async function run(argv: readonly string[], io: RunIo = {}): Promise<number> {
   const controller = new AbortController();

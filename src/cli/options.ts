@@ -1,5 +1,5 @@
 /**
- * The yargs option declarations shared by the commands (DESIGN.md "CLI contract").
+ * The yargs option declarations shared by the commands (docs/contracts.md "Options").
  * Every option is also `RECRUIT_ETL_<OPTION_IN_UPPER_SNAKE>` through yargs' `.env()`.
  *
  * @module

@@ -1,6 +1,6 @@
 /**
- * The configuration of recruit-etl: one zod schema for every option of DESIGN.md
- * ("CLI contract"). yargs gathers flags, `RECRUIT_ETL_*` environment variables and the
+ * The configuration of recruit-etl: one zod schema for every option of docs/contracts.md
+ * ("Options"). yargs gathers flags, `RECRUIT_ETL_*` environment variables and the
  * optional JSON `--config` file (precedence: flags > env > file > defaults); this module
  * validates the result and says, all at once, which options are missing or invalid.
  *
@@ -11,7 +11,7 @@ import { z } from 'zod';
 import { ConfigError } from '../errors.js';
 
 /**
- * Default event types (DESIGN.md): the three patient types and both contact-attempt
+ * Default event types (docs/contracts.md "Options"): the three patient types and both contact-attempt
  * spellings, since the spec leaves the name unresolved (spec §6).
  */
 export const DEFAULT_EVENT_TYPES: readonly string[] = [

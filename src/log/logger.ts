@@ -2,7 +2,7 @@
  * The one place that builds loggers. JSON lines to stdout for schedulers (pino), pretty
  * only when stdout is a TTY.
  *
- * Rules (RELIABILITY.md "Secrets and patient data", DESIGN.md guarantee 6):
+ * Rules (docs/security.md, docs/contracts.md guarantee 6):
  * - log objects built from allow-listed fields (counts, stream ids, run ids, durations,
  *   status codes, URL origins and paths without query strings);
  * - never a payload, a referral subject id, a token, a secret or a raw body;

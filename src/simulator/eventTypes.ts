@@ -1,5 +1,5 @@
 /**
- * Event type names used by the simulator (spec §2.5, §6, §9; DOMAIN.md).
+ * Event type names used by the simulator (spec §2.5, §6, §9; docs/domain.md).
  *
  * @module
  */
@@ -16,18 +16,18 @@ export const CONTACT_ATTEMPT_CREATED = 'v1.contactAttempt.created';
 export const PATIENT_CONTACT_ATTEMPT_CREATED = 'v1.patient.contactAttempt.created';
 /** A new version of patient creation, delivered only when requested (spec §6.5, §9.1). */
 export const PATIENT_CREATED_V2 = 'v2.patient.created';
-/** A platform type never requested by default (DOMAIN.md: subject-id update, randomization). */
+/** A platform type never requested by default (docs/domain.md "Where the events come from": subject-id update, randomization). */
 export const SUBJECT_ID_UPDATED = 'v1.patient.subjectIdUpdated';
-/** A platform type never requested by default (DOMAIN.md: comment updates). */
+/** A platform type never requested by default (docs/domain.md "Where the events come from": comment updates). */
 export const COMMENT_UPDATED = 'v1.patient.commentUpdated';
 
 /** Both contact-attempt spellings (spec §6: "both spellings occur"). */
 export const CONTACT_ATTEMPT_TYPES: readonly string[] = [CONTACT_ATTEMPT_CREATED, PATIENT_CONTACT_ATTEMPT_CREATED];
 
-/** The job's default `--event-type` list (DESIGN.md "CLI contract"), defined once in the config. */
+/** The job's default `--event-type` list (docs/contracts.md "Options"), defined once in the config. */
 export { DEFAULT_EVENT_TYPES } from '../config/config.js';
 
-/** Status values documented by the vendor (DOMAIN.md); anything else is "unknown" for the truth. */
+/** Status values documented by the vendor (docs/domain.md "Where the events come from"); anything else is "unknown" for the truth. */
 export const KNOWN_STATUSES: readonly string[] = [
   'potentialCandidate',
   'preScreening',
@@ -41,7 +41,7 @@ export const KNOWN_STATUSES: readonly string[] = [
   'completed',
 ];
 
-/** Contact-attempt outcomes the simulator treats as known (DOMAIN.md list plus `reached`). */
+/** Contact-attempt outcomes the simulator treats as known (docs/domain.md "The funnel": the outcomes of seed_contact_outcomes). */
 export const KNOWN_OUTCOMES: readonly string[] = [
   'noAnswer',
   'leftVoicemail',

@@ -1,5 +1,5 @@
 /**
- * Fault injection for the simulator (RELIABILITY.md "Tests worth having"). A
+ * Fault injection for the simulator (the fault tests of docs/contracts.md "Guarantees"). A
  * {@link FaultRule} names an endpoint, a kind and its parameters; the server asks the
  * {@link FaultRegistry} at three phases of each request whether a rule fires:
  *

@@ -1,6 +1,6 @@
 /**
  * Ground truth derived from a generated stream: patients, contact attempts and their
- * edge cases, computed from the events themselves (DOMAIN.md "Rules for the models"),
+ * edge cases, computed from the events themselves (docs/domain.md "Rules for the models"),
  * plus {@link expectedEvents}, the oracle of what a filtered read must return.
  *
  * @module
@@ -15,7 +15,7 @@ import {
 } from './eventTypes.js';
 import type { EdgeCase, GroundTruth, TruthContactAttempt, TruthEvent, TruthPatient } from './types.js';
 
-/** Funnel order used to flag regressions (DOMAIN.md "The funnel"); archive and unknown values have no rank. */
+/** Funnel order used to flag regressions (docs/domain.md "The funnel"); archive and unknown values have no rank. */
 const RANK: Record<string, number> = {
   potentialCandidate: 1,
   preScreening: 2,
@@ -159,7 +159,7 @@ export interface ExpectedEventsFilter {
 
 /**
  * The visible events a query with this filter returns, in stream order: what an extractor
- * must store, exactly once, at positions 1..n (spec §4.3 rule 1; DESIGN.md guarantee 1).
+ * must store, exactly once, at positions 1..n (spec §4.3 rule 1; docs/contracts.md guarantee 1).
  * An envelope typed under `name` matches on that name (spec §2.4); types not requested
  * are never returned (spec §9.1).
  */

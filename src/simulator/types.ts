@@ -10,7 +10,7 @@ export interface SiteRecord {
   siteId: string;
   displayName: string;
   siteName: string;
-  /** Sponsor's site number; equals the `sponsorSiteId` on `v1.patient.created` events of that site (DOMAIN.md). */
+  /** Sponsor's site number; equals the `sponsorSiteId` on `v1.patient.created` events of that site (docs/domain.md). */
   sponsorSiteId: string;
   street: string;
   address1: string;
@@ -57,7 +57,7 @@ export interface TruthStatus {
   late: boolean;
 }
 
-/** Edge-case labels the ground truth attaches to patients (DOMAIN.md "Rules for the models"). */
+/** Edge-case labels the ground truth attaches to patients (docs/domain.md "Rules for the models"). */
 export type EdgeCase =
   | 'late-status'
   | 'regression'

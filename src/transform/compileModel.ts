@@ -1,6 +1,6 @@
 /**
  * Compile one SQL model file for DuckDB without dbt: the models use only
- * `{{ config(...) }}`, `{{ ref('name') }}`, `{{ source('schema', 'table') }}` (STYLE.md) and
+ * `{{ config(...) }}`, `{{ ref('name') }}`, `{{ source('schema', 'table') }}` (docs/models.md "Conventions") and
  * calls of the project's macros (`sql/macros`) with quoted arguments, so a few substitutions
  * turn the dbt file into plain SQL.
  *

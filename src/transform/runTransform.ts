@@ -28,7 +28,7 @@ export interface TransformOptions {
    * Seeds are always loaded. Default: every model.
    */
   only?: string[];
-  /** Target schema of seeds and models. Default `main` (DESIGN.md). */
+  /** Target schema of seeds and models. Default `main` (docs/models.md). */
   schema?: string;
 }
 

@@ -1,5 +1,5 @@
 /**
- * OAuth 2.0 client-credentials token cache (spec §2.1, §2.2, §4.1, §5; DESIGN.md
+ * OAuth 2.0 client-credentials token cache (spec §2.1, §2.2, §4.1, §5; docs/contracts.md
  * guarantees 5 and 6): one token per lifetime, refreshed shortly before it expires and once
  * after a 401, one request in flight however many callers wait.
  *
@@ -68,7 +68,7 @@ const TokenResponse = z.looseObject({
 /** OAuth error body (RFC 6749 §5.2); only a token-shaped `error` code is ever quoted. */
 const OAuthError = z.looseObject({ error: z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/) });
 
-/** Refresh margin in ms for a lifetime in ms: a tenth of it, at most 60 s (DESIGN.md guarantee 5). */
+/** Refresh margin in ms for a lifetime in ms: a tenth of it, at most 60 s (docs/contracts.md guarantee 5). */
 export function refreshMarginMs(lifetimeMs: number): number {
   return Math.min(60_000, lifetimeMs / 10);
 }

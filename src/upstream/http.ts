@@ -4,7 +4,7 @@
  * `Dispatcher.request` shared by every call.
  *
  * Why our own retry loop and not undici's `interceptors.retry` / `RetryAgent`
- * (RELIABILITY.md "HTTP with undici"): the contract needs things the retry handler cannot do.
+ * (docs/architecture.md "The upstream client and undici"): the contract needs things the retry handler cannot do.
  * - A connection reset in the middle of a body makes the handler resume with a `Range`
  *   request; a page must be fetched again whole from the same URL (the cursor).
  * - It cuts a long `Retry-After` silently to `maxTimeout`; we must fail loudly (exit 4)
@@ -18,7 +18,7 @@
  * do not install).
  *
  * Logs carry only: method, URL origin + path (never the query string), status, attempt,
- * delay ms, bytes, duration ms and a reason from our own vocabulary (DESIGN.md guarantee 6).
+ * delay ms, bytes, duration ms and a reason from our own vocabulary (docs/contracts.md guarantee 6).
  *
  * @module
  */

@@ -1,6 +1,6 @@
 /**
  * JSON body parsing that never leaks a body into an error: `JSON.parse` messages quote the
- * text they choke on (RELIABILITY.md "Secrets and patient data"), so they are replaced by a
+ * text they choke on (docs/security.md), so they are replaced by a
  * description built from positions and sizes only.
  *
  * @module

@@ -1,6 +1,6 @@
 /**
  * The study-website site list (spec §2.3, §4.2, §5.6): a public endpoint authorised by the
- * request `Origin`. It never receives an `Authorization` header (DESIGN.md guarantee 5).
+ * request `Origin`. It never receives an `Authorization` header (docs/contracts.md guarantee 5).
  *
  * @module
  */

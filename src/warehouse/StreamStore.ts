@@ -1,5 +1,5 @@
 /**
- * Durable stream state in `etl.streams` (DESIGN.md "Warehouse contract"): one row per
+ * Durable stream state in `etl.streams` (docs/contracts.md "Streams"): one row per
  * stream, holding the last `nextPage` the server sent, byte for byte.
  *
  * @module
@@ -120,7 +120,7 @@ export class StreamStore {
 
   /**
    * Store the cursor after a committed batch. Call inside the same transaction as the
-   * batch's rows (DESIGN.md guarantee 1).
+   * batch's rows (docs/contracts.md guarantee 1).
    */
   async saveCursor(streamId: string, nextPage: string, hasNextPage: boolean, eventCount: number): Promise<void> {
     await this.wh.run(

@@ -1,5 +1,5 @@
 /**
- * The read-only copy of the warehouse that analysts and BI tools open (DESIGN.md
+ * The read-only copy of the warehouse that analysts and BI tools open (docs/contracts.md
  * guarantee 7): after a successful run the job checkpoints the database (the WAL is then
  * empty and the file complete) and, still holding the lock, copies the file beside it and
  * renames the copy into place. A reader that has the old copy open keeps reading it; the

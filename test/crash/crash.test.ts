@@ -1,5 +1,5 @@
 /**
- * The crash suite of DESIGN.md guarantee 2: "a run killed at any instant (SIGKILL) and run
+ * The crash suite of docs/contracts.md guarantee 2: "a run killed at any instant (SIGKILL) and run
  * again ends with the same raw.events as an uninterrupted run".
  *
  * The built CLI (`dist/cli.js`) runs as a child process against the in-process simulator.

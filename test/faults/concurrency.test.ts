@@ -1,6 +1,6 @@
 /**
- * One writer, analysts never block the nightly run (DESIGN.md guarantee 7;
- * RELIABILITY.md "DuckDB locks", "Tests worth having: Operations").
+ * One writer, analysts never block the nightly run (docs/contracts.md guarantee 7;
+ * docs/architecture.md "DuckDB" ("Locks")).
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { existsSync, statSync } from 'node:fs';

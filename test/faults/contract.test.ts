@@ -1,5 +1,5 @@
 /**
- * Contract breaks (DESIGN.md guarantees 1, 4, 5; RELIABILITY.md "Tests worth having: Cursor, Input").
+ * Contract breaks (docs/contracts.md guarantees 1, 4, 5; docs/ingest.md "How a page is read").
  *
  * A page that parses but breaks the contract fails the run at once with exit 6, not retried,
  * naming stream and page; nothing of that page (or its batch) is committed, earlier pages stay

@@ -1,5 +1,5 @@
 /**
- * Secrets and patient data (DESIGN.md guarantees 5 and 6; RELIABILITY.md "Secrets and patient data").
+ * Secrets and patient data (docs/contracts.md guarantees 5 and 6; docs/security.md).
  *
  * Planted canaries: a client secret, every token the token endpoint issued (recorded by a
  * proxy in front of it: the simulator only counts tokens), and a referral subject id. They

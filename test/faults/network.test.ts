@@ -1,5 +1,5 @@
 /**
- * Network faults (DESIGN.md guarantees 1, 4, 5; RELIABILITY.md "Tests worth having: Network").
+ * Network faults (docs/contracts.md guarantees 1, 4, 5; docs/architecture.md "The upstream client and undici").
  *
  * Every case pages 13 pages of 10 events with one page per transaction and hits page 4
  * (`after: 3`). Each run either succeeds with raw.events exactly the expected events, or

@@ -1,5 +1,5 @@
 /**
- * SIGINT / SIGTERM in the middle of a run (DESIGN.md exit codes 130 / 143, guarantees 1 and 2):
+ * SIGINT / SIGTERM in the middle of a run (docs/contracts.md "Exit codes" 130 / 143, guarantees 1 and 2):
  * the run stops within the 5 s grace, records itself 'interrupted', keeps every committed
  * page with its cursor, and the next run completes to exactly the expected events.
  */

@@ -1,5 +1,5 @@
 /**
- * Helpers for the crash suite (DESIGN.md guarantee 2): kill the CLI with SIGKILL after a
+ * Helpers for the crash suite (docs/contracts.md guarantee 2): kill the CLI with SIGKILL after a
  * delay, read back the state a run left, check exports and the published copy, and run
  * iterations with bounded concurrency.
  */

@@ -1,6 +1,6 @@
 /**
  * The pipeline commands: `run`, `extract`, `sites`, `transform`, `export`
- * (DESIGN.md "CLI contract"). Parsing only; the work is `runJob`.
+ * (docs/contracts.md "Commands"). Parsing only; the work is `runJob`.
  *
  * @module
  */

@@ -1,5 +1,5 @@
 /**
- * A small hand-written raw.events fixture covering every edge case of DOMAIN.md, with
+ * A small hand-written raw.events fixture covering every edge case of docs/domain.md, with
  * the exact rows the models must produce (see expected.ts).
  *
  * Patients (trial/subject):

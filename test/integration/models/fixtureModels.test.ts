@@ -1,5 +1,5 @@
 /**
- * The models against a hand-written fixture with every DOMAIN.md edge case: exact rows,
+ * The models against a hand-written fixture with every docs/domain.md edge case: exact rows,
  * whatever the session time zone of the builder and of the reader.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';

@@ -36,7 +36,7 @@ function rawGet(url: string, headers: Record<string, string>, timeoutMs = 3000):
   });
 }
 
-describe('mock API faults (RELIABILITY.md)', () => {
+describe('mock API faults (the fault tests of docs/contracts.md)', () => {
   let api: MockApi;
   let token: string;
   let first: string;

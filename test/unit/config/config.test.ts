@@ -3,7 +3,7 @@ import { ConfigError } from '../../../src/errors.js';
 import { DEFAULT_EVENT_TYPES, envName, resolveConfig, splitList } from '../../../src/config/config.js';
 
 describe('resolveConfig', () => {
-  it('applies the DESIGN.md defaults', () => {
+  it('applies the defaults of docs/contracts.md "Options"', () => {
     const c = resolveConfig({});
     expect(c.db).toBe('data/warehouse.duckdb');
     expect(c.exportDir).toBe('data/exports');
