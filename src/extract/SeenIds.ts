@@ -25,7 +25,7 @@ export class SeenIds {
   /** @param expected how many hashes the table will hold before it must grow */
   constructor(expected: number) {
     let n = MIN_SLOTS;
-    while (n * 0.375 < expected) n *= 2;
+    while (n * 0.5 < expected) n *= 2;
     this.slots = new Uint32Array(n);
     this.mask = n - 1;
   }

@@ -13,16 +13,11 @@
 import { InterruptedError } from '../errors.js';
 import { type Logger, silentLogger } from '../log/logger.js';
 import { type EventsClient, firstPageUrl, pageStream } from '../upstream/events.js';
-import { ROW_GROUP_SIZE, type Warehouse } from '../warehouse/Warehouse.js';
+import type { Warehouse } from '../warehouse/Warehouse.js';
 import { StreamStore } from '../warehouse/StreamStore.js';
 import { BatchWriter, type FetchedPage } from './BatchWriter.js';
+import { batchComplete, DEFAULT_BATCH_PAGES } from './batches.js';
 import { defineStream } from './streamDefinition.js';
-
-/** Default of `--batch-pages`, the most pages one batch takes. */
-export const DEFAULT_BATCH_PAGES = 1000;
-
-/** Page bodies one batch may hold, bytes (16 MiB): memory is bounded by bytes, not pages. */
-export const BATCH_MAX_BYTES = 16 * 1024 * 1024;
 
 /** Options of {@link extractEvents}. */
 export interface ExtractOptions {
@@ -39,6 +34,11 @@ export interface ExtractOptions {
   batchPages?: number;
   /** `--max-empty-pages`: empty pages in a row, `hasNextPage` true, before exit 6. */
   maxEmptyPages?: number;
+  /**
+   * DuckDB settings (name → value) for a batch that DuckDB holds in memory (see
+   * `BatchWriterOptions.heldBatchSettings`). Default: the session's settings.
+   */
+  heldBatchSettings?: Readonly<Record<string, string>>;
   runId: string;
   logger?: Logger;
   signal?: AbortSignal;
@@ -62,26 +62,6 @@ export interface ExtractResult {
   /** Whether the run started from a stored cursor (true) or from the beginning (false). */
   resumed: boolean;
   bytes: number;
-}
-
-/**
- * Whether a batch ends after its last page (`docs/ingest.md` "Batches"): at
- * {@link BATCH_MAX_BYTES} of page bodies, at `batchPages` pages (`--batch-pages`, a maximum),
- * or at the first page where it holds a row group ({@link ROW_GROUP_SIZE} rows) and its last
- * row group comes out more than half full, whichever comes first. Why row groups: DuckDB
- * writes a batch of a row group or more straight to the file, and at a checkpoint merges
- * (rewrites) neighbouring row groups at most half full (`docs/performance.md`).
- *
- * @param pages pages in the batch so far
- * @param rows events in those pages
- * @param bytes body bytes of those pages
- * @param batchPages `--batch-pages`
- */
-export function batchComplete(pages: number, rows: number, bytes: number, batchPages: number): boolean {
-  if (bytes >= BATCH_MAX_BYTES || pages >= batchPages) return true;
-  if (rows < ROW_GROUP_SIZE) return false;
-  const remainder = rows % ROW_GROUP_SIZE;
-  return remainder === 0 || remainder > ROW_GROUP_SIZE / 2;
 }
 
 /**
@@ -127,7 +107,15 @@ export async function extractEvents(opts: ExtractOptions): Promise<ExtractResult
     resumed,
     bytes: 0,
   };
-  const writer = await BatchWriter.open({ wh: opts.wh, store, streamId: def.streamId, position: state.eventCount, runId: opts.runId, logger });
+  const writer = await BatchWriter.open({
+    wh: opts.wh,
+    store,
+    streamId: def.streamId,
+    position: state.eventCount,
+    runId: opts.runId,
+    logger,
+    ...(opts.heldBatchSettings !== undefined ? { heldBatchSettings: opts.heldBatchSettings } : {}),
+  });
   let pending: FetchedPage[] = [];
   let pendingRows = 0;
   let pendingBytes = 0;
@@ -179,7 +167,7 @@ export async function extractEvents(opts: ExtractOptions): Promise<ExtractResult
       result.pages += 1;
       result.bytes += page.bytes;
       pending.push({ events: page.events, pageNumber: result.pages, nextPage: page.nextPage, hasNextPage: page.hasNextPage, bytes: page.bytes });
-      pendingRows += page.events.id.length;
+      pendingRows += page.events.count;
       pendingBytes += page.bytes;
       if (!page.hasNextPage || batchComplete(pending.length, pendingRows, pendingBytes, batchPages)) await startCommit();
       if (opts.signal?.aborted || writeFailed) break; // a failed write surfaces below at once

@@ -1,5 +1,5 @@
 /**
- * What a stream is (DESIGN.md "Warehouse contract"): one query against one API origin,
+ * What a stream is (docs/contracts.md "Streams"): one query against one API origin,
  * a set of trial ids × a set of event types, with its own durable cursor. The cursor is
  * bound to its filter, so a changed filter is a different stream.
  *

@@ -1,5 +1,5 @@
 /**
- * The reporting event stream (spec §4.3, §6, §9; DESIGN.md guarantees 4 and 5): one page at
+ * The reporting event stream (spec §4.3, §6, §9; docs/contracts.md guarantees 4 and 5): one page at
  * a time with {@link EventsClient.fetchPage}, a whole stream with {@link pageStream}.
  *
  * The client builds only the first URL of a stream; every later URL is a `nextPage` taken
@@ -212,7 +212,7 @@ class RequestedUrls {
   }
 }
 
-/** Re-labels an error with the stream and page number (DESIGN.md guarantee 4), keeping its class. */
+/** Re-labels an error with the stream and page number (docs/contracts.md guarantee 4), keeping its class. */
 function annotate(err: unknown, label: string, pageNo: number): unknown {
   if (!(err instanceof EtlError)) return err;
   const message = `stream ${label}, page ${pageNo}: ${err.message}`;
@@ -276,7 +276,7 @@ export async function* pageStream(client: EventsClient, startUrl: string, opts: 
       }
       if (next === page.url) throw refuse(pageNo, 'equals the URL just requested while hasNextPage is true');
       if (!seen.add(next)) throw refuse(pageNo, 'repeats a URL already requested in this run (a cycle)');
-      emptyRun = page.events.id.length === 0 ? emptyRun + 1 : 0;
+      emptyRun = page.events.count === 0 ? emptyRun + 1 : 0;
       if (emptyRun >= maxEmpty) {
         throw new UpstreamContractError(
           `stream ${label}, page ${pageNo}: ${emptyRun} pages in a row brought no event while hasNextPage stayed true (limit --max-empty-pages ${maxEmpty})`,

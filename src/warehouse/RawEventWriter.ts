@@ -14,12 +14,12 @@
  */
 import { type DuckDBAppender, DuckDBTimestampTZValue, listValue } from '@duckdb/node-api';
 import { failpoint } from '../failpoints.js';
-import type { EventColumns } from '../upstream/page.js';
+import type { PageEvents } from '../upstream/page.js';
 import type { Warehouse } from './Warehouse.js';
 
 /** One page of a batch: its events as read, and its 1-based number in the run (for messages). */
 export interface PageToWrite {
-  events: EventColumns;
+  events: PageEvents;
   pageNumber: number;
 }
 
@@ -74,9 +74,9 @@ const UTC_ISO_TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,6})?Z$/
 const NO_TIMES: ReadonlyMap<string, DuckDBTimestampTZValue | null> = new Map();
 
 /** The distinct `publishedTime` texts of a page that {@link UTC_ISO_TIMESTAMP} does not cover. */
-function otherPublishedTimes(cols: EventColumns): Set<string> {
+function otherPublishedTimes(times: readonly (string | null)[]): Set<string> {
   const texts = new Set<string>();
-  for (const t of cols.publishedTime) if (t !== null && !UTC_ISO_TIMESTAMP.test(t)) texts.add(t);
+  for (const t of times) if (t !== null && !UTC_ISO_TIMESTAMP.test(t)) texts.add(t);
   return texts;
 }
 
@@ -106,7 +106,7 @@ export class RawEventWriter {
     const skip = opts.skip ?? NO_SKIP;
     const quarantine = opts.quarantine ?? NO_QUARANTINE;
     const extractedAt = new Date().toISOString();
-    const total = opts.pages.reduce((n, p) => n + p.events.id.length, 0);
+    const total = opts.pages.reduce((n, p) => n + p.events.count, 0);
     const indexOf = new Int32Array(total - skip.size);
     const quarantined: { position: number; id: string; reason: string; text: string }[] = [];
     failpoint('extract.before-append');
@@ -117,8 +117,9 @@ export class RawEventWriter {
     try {
       for (const page of opts.pages) {
         const cols = page.events;
+        const times = cols.all(cols.publishedTime);
         let otherTimes = NO_TIMES;
-        const texts = otherPublishedTimes(cols);
+        const texts = otherPublishedTimes(times);
         if (texts.size > 0) {
           // A query on the connection: with no appender open on it.
           const open = appender;
@@ -127,18 +128,19 @@ export class RawEventWriter {
           otherTimes = await this.castPublishedTimes(texts);
         }
         appender ??= await this.wh.connection().createAppender('events', 'raw');
-        const n = cols.envelope.length;
+        const n = cols.count;
         for (let i = 0; i < n; i += 1, index += 1) {
           if (skip.has(index)) continue;
           indexOf[position - basePosition] = index;
           position += 1;
           const q = quarantine.get(index);
-          if (q !== undefined) quarantined.push({ position, id: cols.id[i]!, reason: q.reason, text: cols.envelope[i]! });
+          const id = cols.id(i);
+          if (q !== undefined) quarantined.push({ position, id, reason: q.reason, text: cols.envelope(i) });
           appender.appendVarchar(streamId);
           appender.appendBigInt(BigInt(position));
-          appender.appendVarchar(cols.id[i]!);
-          appendText(appender, q === undefined ? cols.type[i] : q.type);
-          const published = cols.publishedTime[i];
+          appender.appendVarchar(id);
+          appendText(appender, q === undefined ? cols.type(i) : q.type);
+          const published = times[i];
           if (published === null || published === undefined || (q !== undefined && !published.isWellFormed())) appender.appendNull();
           else if (UTC_ISO_TIMESTAMP.test(published)) {
             try {
@@ -151,8 +153,8 @@ export class RawEventWriter {
             if (value === null || value === undefined) appender.appendNull();
             else appender.appendTimestampTZ(value);
           }
-          appendText(appender, q === undefined ? cols.message[i] : q.message);
-          appender.appendVarchar(q === undefined ? cols.envelope[i]! : q.envelope);
+          appendText(appender, q === undefined ? cols.message(i) : q.message);
+          appender.appendVarchar(q === undefined ? cols.envelope(i) : q.envelope);
           appender.appendVarchar(runId);
           appender.appendVarchar(extractedAt);
           appender.endRow();
@@ -174,28 +176,33 @@ export class RawEventWriter {
     for (const q of quarantined) {
       await this.wh.run('insert into raw.quarantined_events values (?, ?, ?, ?, ?, ?, now())', [streamId, q.position, q.id, q.reason, q.text, runId]);
     }
-    await this.wh.run(
+    // The id hashes go to etl.event_ids and come back in the same statement. No ORDER BY (a
+    // sort of the batch under the extract's small memory cap): each row says where it goes.
+    const [at, hi, lo] = await this.wh.columns<[bigint | number, number, number]>(
       `insert into etl.event_ids
        select stream_id, hash(event_id), stream_position from raw.events
-       where stream_id = ? and stream_position > ?`,
+       where stream_id = ? and stream_position > ?
+       returning stream_position - ${basePosition + 1}, (id_hash >> 32)::uinteger, (id_hash & 4294967295::ubigint)::uinteger`,
       [streamId, basePosition],
-    );
-    // No ORDER BY (a sort of the batch under the extract's small memory cap): each row says where it goes.
-    const cols = await this.wh.columns<[bigint | number, number, number, boolean]>(
-      `select stream_position - ?, (hash(event_id) >> 32)::uinteger, (hash(event_id) & 4294967295::ubigint)::uinteger, json_valid(envelope)
-       from raw.events where stream_id = ? and stream_position > ?`,
-      [basePosition + 1, streamId, basePosition],
     );
     const inserted = position - basePosition;
     const hashHi = new Uint32Array(inserted);
     const hashLo = new Uint32Array(inserted);
-    const refused: number[] = [];
-    const [at, hi, lo, ok] = cols;
     for (let r = 0; r < at.length; r += 1) {
       const k = Number(at[r]);
       hashHi[k] = hi[r]!;
       hashLo[k] = lo[r]!;
-      if (ok[r] !== true) refused.push(indexOf[k]!);
+    }
+    // DuckDB's JSON reader judges every envelope that holds an escape: the only texts that
+    // JSON.parse accepts and DuckDB refuses are escapes (docs/ingest.md "Quarantine").
+    let refused: number[] = [];
+    if (opts.pages.some((p) => p.events.hasEscape)) {
+      const [bad] = await this.wh.columns<[bigint | number]>(
+        `select stream_position - ? from raw.events
+         where stream_id = ? and stream_position > ? and contains(envelope::varchar, '\\') and not json_valid(envelope)`,
+        [basePosition + 1, streamId, basePosition],
+      );
+      refused = bad.map((k) => indexOf[Number(k)]!);
     }
     return { inserted, lastPosition: position, indexOf, hashHi, hashLo, refused };
   }

@@ -2,9 +2,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { join } from 'node:path';
 import type { MockApi } from '../../../src/simulator/index.js';
 import { expectedEvents } from '../../../src/simulator/index.js';
-import { EXTRACT_SETTINGS, runJob } from '../../../src/pipeline/jobs.js';
+import { EXTRACT_SETTINGS, heldBatchSettings, runJob } from '../../../src/pipeline/jobs.js';
 import { readEventsPage } from '../../../src/upstream/page.js';
-import { DEFAULT_BATCH_PAGES, extractEvents } from '../../../src/extract/extractEvents.js';
+import { extractEvents } from '../../../src/extract/extractEvents.js';
+import { DEFAULT_BATCH_PAGES } from '../../../src/extract/batches.js';
 import type { EventsClient } from '../../../src/upstream/events.js';
 import { ROW_GROUP_SIZE, Warehouse } from '../../../src/warehouse/Warehouse.js';
 import { DEFAULT_EVENT_TYPES } from '../../../src/config/config.js';
@@ -130,6 +131,7 @@ describe('extract under its DuckDB settings (EXTRACT_SETTINGS)', () => {
       trialIds: ['T-1'],
       eventTypes: ['v1.patient.statusChanged'],
       batchPages,
+      heldBatchSettings: heldBatchSettings('2GB'),
       runId: 'run-1',
     });
   }
@@ -169,11 +171,11 @@ describe('extract under its DuckDB settings (EXTRACT_SETTINGS)', () => {
   });
 
   it('writes batches smaller than a row group under the cap: 36 pages of 1,000 events of 4 KB end at the byte budget', async () => {
-    // 4 MB pages: each batch ends at 16 MiB (4 pages, 4,000 rows), goes through the WAL and
-    // stays in memory until a checkpoint: 144 MB in all here, twice the cap.
+    // 4 MB pages: each batch ends at 12 MiB (3 pages, 3,000 rows), goes through the WAL and
+    // stays in memory until a checkpoint: 144 MB in all here, six times the cap.
     await onWarehouse('small.duckdb', true, async (wh) => {
       const r = await extractFrom(wh, resendingClient(base, 36, false, 4000), 12);
-      expect([r.eventsLoaded, r.streamEventCount, r.batches]).toEqual([36_000, 36_000, 9]);
+      expect([r.eventsLoaded, r.streamEventCount, r.batches]).toEqual([36_000, 36_000, 12]);
     });
   });
 

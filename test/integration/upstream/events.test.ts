@@ -73,7 +73,7 @@ describe('EventsClient.fetchPage', () => {
     const { client } = setup(api, auth);
     const url = firstPageUrl(api.origin, { trialIds: ['T1'], eventTypes: ['v1.patient.created'] });
     const page = await client.fetchPage(url);
-    expect(page.events.id).toEqual(['e1']);
+    expect(page.events.all(page.events.id)).toEqual(['e1']);
     expect(api.requests[0]!.headers.authorization).toBe('Bearer CANARY-TOKEN-1');
     expect(api.requests[0]!.headers['content-type']).toBe('application/json');
     expect(auth.requests).toHaveLength(1);
@@ -93,7 +93,7 @@ describe('EventsClient.fetchPage', () => {
     );
     const { client, tokens } = setup(api, auth);
     const page = await client.fetchPage(`${api.origin}/rpi/events?trialIds=T1`);
-    expect(page.events.id).toHaveLength(1);
+    expect(page.events.all(page.events.id)).toHaveLength(1);
     expect(api.requests).toHaveLength(2);
     expect(auth.requests).toHaveLength(2);
     expect(tokens.stats.requests).toBe(2);
@@ -153,7 +153,7 @@ describe('EventsClient.fetchPage', () => {
     });
     const { client } = setup(api, auth);
     const page = await client.fetchPage(`${api.origin}/rpi/events?c=1`);
-    expect(page.events.envelope).toEqual((JSON.parse(good) as { events: unknown[] }).events.map((e) => JSON.stringify(e)));
+    expect(page.events.all(page.events.envelope)).toEqual((JSON.parse(good) as { events: unknown[] }).events.map((e) => JSON.stringify(e)));
     expect(api.requests.map((r) => r.url)).toEqual(['/rpi/events?c=1', '/rpi/events?c=1']);
   });
 
@@ -170,9 +170,9 @@ describe('EventsClient.fetchPage', () => {
     const api = await stub((_req, res) => sendJson(res, 200, body));
     const { client } = setup(api, auth);
     const page = await client.fetchPage(`${api.origin}/rpi/events`);
-    expect(page.events.type).toEqual(['v1.patient.contactAttempt.created', 'v2.patient.created']);
-    expect(JSON.parse(page.events.envelope[0]!)).toEqual(JSON.parse(body).events[0]);
-    expect(page.events.envelope[1]).toBe(JSON.stringify(JSON.parse(body).events[1]));
+    expect(page.events.all(page.events.type)).toEqual(['v1.patient.contactAttempt.created', 'v2.patient.created']);
+    expect(JSON.parse(page.events.all(page.events.envelope)[0]!)).toEqual(JSON.parse(body).events[0]);
+    expect(page.events.all(page.events.envelope)[1]).toBe(JSON.stringify(JSON.parse(body).events[1]));
   });
 
   it('503 then 200 through the events client (retried inside the HTTP layer)', async () => {
@@ -204,8 +204,8 @@ describe('pageStream', () => {
     const api = await pagedApi(10, 3);
     const { client } = setup(api, auth);
     const pages = await collect(pageStream(client, `${api.origin}/rpi/events?after=0`, { label: 's1', prefetch }));
-    expect(pages.map((p) => p.events.id.length)).toEqual([3, 3, 3, 1]);
-    expect(pages.flatMap((p) => p.events.id)).toEqual(Array.from({ length: 10 }, (_, i) => `e${i + 1}`));
+    expect(pages.map((p) => p.events.all(p.events.id).length)).toEqual([3, 3, 3, 1]);
+    expect(pages.flatMap((p) => p.events.all(p.events.id))).toEqual(Array.from({ length: 10 }, (_, i) => `e${i + 1}`));
     expect(pages.at(-1)!.nextPage).toBe(`${api.origin}/rpi/events?after=10`);
     expect(pages.at(-1)!.hasNextPage).toBe(false);
     expect(api.requests).toHaveLength(4);
@@ -218,7 +218,7 @@ describe('pageStream', () => {
     const start = `${api.origin}/rpi/events?after=10`;
     const pages = await collect(pageStream(client, start, { label: 's1' }));
     expect(pages).toHaveLength(1);
-    expect(pages[0]!.events.id).toHaveLength(0);
+    expect(pages[0]!.events.count).toBe(0);
     expect(pages[0]!.nextPage).toBe(start);
   });
 
@@ -233,7 +233,7 @@ describe('pageStream', () => {
     const seen: string[] = [];
     const err = await rejection(
       (async () => {
-        for await (const p of pageStream(client, `${api.origin}/rpi/events?p=1`, { label: 'main' })) seen.push(p.events.id[0]!);
+        for await (const p of pageStream(client, `${api.origin}/rpi/events?p=1`, { label: 'main' })) seen.push(p.events.all(p.events.id)[0]!);
       })(),
     );
     expect(seen).toEqual(['e1', 'e2']);
@@ -263,7 +263,7 @@ describe('pageStream', () => {
     });
     const { client } = setup(api, auth);
     for await (const p of pageStream(client, `${api.origin}/rpi/events?p=1`)) {
-      expect(p.events.id).toHaveLength(1);
+      expect(p.events.all(p.events.id)).toHaveLength(1);
       for (let i = 0; i < 100 && api.requests.length < 2; i++) await new Promise((r) => setTimeout(r, 10));
       expect(api.requests).toHaveLength(2); // the prefetch was sent while the caller held page 1
       break;

@@ -146,6 +146,27 @@ describe('BatchWriter and RawEventWriter (docs/ingest.md "How a batch is written
     expect([again.inserted, again.duplicates, again.quarantined]).toEqual([1, 1, 0]);
   });
 
+  it('DuckDB refuses, of what JSON.parse accepts, only lone surrogate escapes: the writer asks it only about pages with a backslash', async () => {
+    const deep = (d: number) => '['.repeat(d) + ']'.repeat(d);
+    const cases: [string, boolean][] = [
+      ['{"a":"x\\ud800y"}', false],
+      ['{"a":"\\udc00"}', false],
+      ['{"\\udbff":1}', false],
+      ['{"a":"\\ud83d\\ude00"}', true],
+      ['{"a":"\\u0000"}', true],
+      ['{"a":"\\uffff\\ufffe"}', true],
+      ['{"a":1e400,"b":-0,"c":0.1e-400}', true],
+      [`{"a":${deep(100_000)}}`, true],
+      ['{"a":"\u2028\u00e9\ud83d\ude00"}', true],
+    ];
+    for (const [text, valid] of cases) {
+      expect(() => JSON.parse(text)).not.toThrow();
+      const r = await wh.one<{ ok: boolean }>('select json_valid(?) as ok', [text]);
+      expect([text.slice(0, 40), r!.ok]).toEqual([text.slice(0, 40), valid]);
+      if (!valid) expect(text).toContain('\\');
+    }
+  });
+
   it('creates the database file 0600 in a 0700 folder', async () => {
     await wh.checkpoint();
     expect(statSync(wh.path).mode & 0o777).toBe(0o600);

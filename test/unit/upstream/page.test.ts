@@ -9,11 +9,11 @@ describe('readEventsPage: one reading of a page (docs/ingest.md "How a page is r
     const e1 = '{ "id" : "a", "name": "v1.patient.contactAttempt.created", "publishedTime": "x", "message": {"k": [1, "]}"]}, "newField": {"a": 1} }';
     const e2 = '{"id":"b","eventType":"v2.patient.created","message":null,"__proto__":{"polluted":true}}';
     const r = readEventsPage(`{"z": 3, "events": [${e1}, ${e2}], "pagination": {"nextPage": "http://h/n?c=\\u0031", "hasNextPage": true, "y": 2}}`);
-    expect(r.events.envelope).toEqual([e1, e2]);
-    expect(r.events.id).toEqual(['a', 'b']);
-    expect(r.events.type).toEqual(['v1.patient.contactAttempt.created', 'v2.patient.created']);
-    expect(r.events.publishedTime).toEqual(['x', null]);
-    expect(r.events.message).toEqual(['{"k": [1, "]}"]}', null]);
+    expect(r.events.all(r.events.envelope)).toEqual([e1, e2]);
+    expect(r.events.all(r.events.id)).toEqual(['a', 'b']);
+    expect(r.events.all(r.events.type)).toEqual(['v1.patient.contactAttempt.created', 'v2.patient.created']);
+    expect(r.events.all(r.events.publishedTime)).toEqual(['x', null]);
+    expect(r.events.all(r.events.message)).toEqual(['{"k": [1, "]}"]}', null]);
     expect(r.nextPage).toBe('http://h/n?c=1');
     expect(r.hasNextPage).toBe(true);
     expect(({} as Record<string, unknown>)['polluted']).toBeUndefined();
@@ -21,9 +21,9 @@ describe('readEventsPage: one reading of a page (docs/ingest.md "How a page is r
 
   it('escaped member names are the names they spell: "\\u0065vents", "\\u0069d" (exit 1 / exit 6 before)', () => {
     const r = readEventsPage('{"\\u0065vents":[{"\\u0069d":"e\\u0031","\\u0065ventType":"t"}],"\\u0070agination":{"nextPage":"n","hasNextPage":false}}');
-    expect(r.events.id).toEqual(['e1']);
-    expect(r.events.type).toEqual(['t']);
-    expect(r.events.envelope).toEqual(['{"\\u0069d":"e\\u0031","\\u0065ventType":"t"}']);
+    expect(r.events.all(r.events.id)).toEqual(['e1']);
+    expect(r.events.all(r.events.type)).toEqual(['t']);
+    expect(r.events.all(r.events.envelope)).toEqual(['{"\\u0069d":"e\\u0031","\\u0065ventType":"t"}']);
   });
 
   it.each([
@@ -58,7 +58,7 @@ describe('readEventsPage: one reading of a page (docs/ingest.md "How a page is r
 
   it('a lone surrogate inside a message is read as sent (the writer quarantines it), and never quoted in an error', () => {
     const r = readEventsPage(page('{"id":"a","eventType":"t","message":{"note":"x\\ud800y","referralSubjectId":"SUBJ-1"}}'));
-    expect(r.events.message).toEqual(['{"note":"x\\ud800y","referralSubjectId":"SUBJ-1"}']);
+    expect(r.events.all(r.events.message)).toEqual(['{"note":"x\\ud800y","referralSubjectId":"SUBJ-1"}']);
     try {
       readEventsPage(page('{"id":"a","id":"SUBJ-CANARY"}'));
     } catch (err) {
@@ -75,12 +75,12 @@ describe('readEventsPage: one reading of a page (docs/ingest.md "How a page is r
     ];
     const body = JSON.stringify({ pagination: { nextPage: 'http://h/?a=[1]', hasNextPage: false }, events, extra: '"events":[' }, null, 2);
     const { events: cols } = readEventsPage(body);
-    expect(cols.envelope.map((e) => JSON.parse(e))).toEqual(events);
-    expect(cols.envelope[0]).toContain('\n');
-    expect(cols.id).toEqual(['a', 'b\\"q', 'c', 'd\u00e9\u2028']);
-    expect(cols.type).toEqual(['v1.patient.created', 'v1.contactAttempt.created', 'fallback', 'v2.patient.created']);
-    expect(cols.publishedTime).toEqual(['2026-01-05T08:00:00.123Z', null, null, '12345']);
-    expect(cols.message.map((m) => (m === null ? null : JSON.parse(m)))).toEqual([events[0]!.message, null, 'text', null]);
-    expect(readEventsPage('{"events": [ ], "pagination": {"nextPage": "n", "hasNextPage": false}}').events.id).toEqual([]);
+    expect(cols.all(cols.envelope).map((e) => JSON.parse(e))).toEqual(events);
+    expect(cols.envelope(0)).toContain('\n');
+    expect(cols.all(cols.id)).toEqual(['a', 'b\\"q', 'c', 'd\u00e9\u2028']);
+    expect(cols.all(cols.type)).toEqual(['v1.patient.created', 'v1.contactAttempt.created', 'fallback', 'v2.patient.created']);
+    expect(cols.all(cols.publishedTime)).toEqual(['2026-01-05T08:00:00.123Z', null, null, '12345']);
+    expect(cols.all(cols.message).map((m) => (m === null ? null : JSON.parse(m)))).toEqual([events[0]!.message, null, 'text', null]);
+    expect(readEventsPage('{"events": [ ], "pagination": {"nextPage": "n", "hasNextPage": false}}').events.count).toBe(0);
   });
 });
