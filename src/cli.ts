@@ -1,14 +1,13 @@
-#!/usr/bin/env -S node --max-semi-space-size=4
+#!/usr/bin/env -S node --max-semi-space-size=4 --heap-growing-percent=20
 /**
  * The `recruit-etl` binary: runs the CLI and exits with its code.
- * Files it creates (database, exports) are private: umask 077 (RELIABILITY.md "Files").
+ * Files it creates (database, exports) are private: umask 077 (`docs/architecture.md` "Files").
  *
  * The shebang caps V8's young generation at 4 MB per semi-space (Node 20's default grows to
- * 16 MB): the extract's garbage is page text that dies young. With the extract's
- * `EXTRACT_V8_HEAP_GROWING_PERCENT` (src/pipeline/jobs.ts) it keeps the extract's peak RSS
- * under 256 MiB (bench at 1M events: the cap alone is worth 30–40 MiB). It is a flag of the
- * V8 heap's layout, read once at startup, so it lives here and not in the code. `node
- * dist/cli.js` behaves the same, with the larger default young generation.
+ * 16 MB) and lets the old generation grow by 20 % between full collections (the default lets
+ * it reach several times the live data): the extract's garbage is page text, and both keep its
+ * peak RSS low (`docs/performance.md` "Settings"). V8 reads these flags at startup, so they
+ * live here. `node dist/cli.js` behaves the same, with more memory at the extract's peak.
  *
  * @module
  */

@@ -1,7 +1,7 @@
 /**
  * The jobs behind the CLI commands: each opens the warehouse once, records itself in
  * `etl.runs`, runs its stages and closes everything in `finally`. The CLI only parses
- * options and maps errors to exit codes (STYLE.md "A thin CLI over a library core").
+ * options and maps errors to exit codes (docs/architecture.md "A thin CLI over a library core").
  *
  * @module
  */
@@ -28,17 +28,30 @@ import { resolve } from 'node:path';
 /**
  * DuckDB settings while the extract stage runs, set once around it (`docs/performance.md`
  * "Settings"): a small memory cap, since the writer streams whole row groups to the file and
- * needs little of DuckDB's memory (a flat footprint however long the stream); a checkpoint every
- * 16 MB of WAL, since a batch smaller than a row group (large events, the stream's last
- * batch) stays in memory as WAL data until one; and no dictionary compression (event ids and
- * JSON texts are all distinct, so it never wins, and its analysis at each checkpoint was the
- * extract's peak of memory).
+ * needs little of DuckDB's memory (a flat footprint however long the stream; a batch smaller
+ * than a row group runs under its own settings, see `SMALL_BATCH_SETTINGS`), and no dictionary
+ * compression (event ids and JSON texts are all distinct, so it never wins, and its analysis
+ * at each checkpoint was the extract's peak of memory).
  */
 export const EXTRACT_SETTINGS: Readonly<Record<string, string>> = Object.freeze({
-  memory_limit: '64MB',
-  checkpoint_threshold: '16MB',
+  memory_limit: '24MB',
   disabled_compression_methods: 'dictionary,dict_fsst',
 });
+
+/**
+ * DuckDB settings for a batch DuckDB holds in memory: one smaller than a row group (the
+ * stream's last batch, pages of large events) stays there as WAL data until a checkpoint, one
+ * larger than the byte budget (a page of many megabytes) is read whole by its checks, and so
+ * are the writes again of a batch. Such a batch runs under the job's `--memory-limit` and
+ * checkpoints every 16 MB of WAL (`docs/performance.md` "Settings"). Not a tighter limit: a
+ * checkpoint that runs out of memory invalidates the database, and a checkpoint's need is not
+ * in proportion to the batch (it merges small row groups of the whole table).
+ *
+ * @param memoryLimit `--memory-limit`
+ */
+export function heldBatchSettings(memoryLimit: string): Record<string, string> {
+  return { memory_limit: memoryLimit, checkpoint_threshold: '16MB' };
+}
 
 /** Stages a job can run, in pipeline order. */
 export type Stage = 'extract' | 'sites' | 'transform' | 'export';
@@ -151,6 +164,7 @@ export async function runJob(command: string, stages: readonly Stage[], ctx: Job
             ...(config.pageSize !== undefined ? { pageSize: config.pageSize } : {}),
             batchPages: config.batchPages,
             maxEmptyPages: config.maxEmptyPages,
+            heldBatchSettings: heldBatchSettings(config.memoryLimit),
             runId,
             logger,
             ...signalOpt,
@@ -184,8 +198,7 @@ export async function runJob(command: string, stages: readonly Stage[], ctx: Job
       result.durationMs = Date.now() - started;
       await runLog.finish(runId, 'succeeded', counts(result), summary(result));
       // The copy is refreshed when the warehouse's data changed. `export` alone only reads
-      // (its etl.runs row reaches the copy with the next run): republishing the whole file
-      // after it doubled the export's time (bench at 1M: copy 1.1–1.6 s, export 0.6 s).
+      // (its etl.runs row reaches the copy with the next run); a copy costs more than an export.
       if (wh.path !== ':memory:' && stages.some((s) => s !== 'export')) {
         result.publishedCopy = await publishReadOnlyCopy(wh, runId);
       } else if (wh.path !== ':memory:') {

@@ -1,8 +1,8 @@
 /**
  * The DuckDB warehouse handle: one instance and one connection per process, explicit
- * transactions, migrations, and DuckDB errors mapped to the exit codes of DESIGN.md.
+ * transactions, migrations, and DuckDB errors mapped to the exit codes of docs/contracts.md ("Exit codes").
  *
- * `@duckdb/node-api` is imported only in `src/warehouse/` (STYLE.md).
+ * `@duckdb/node-api` is imported only in `src/warehouse/` (docs/architecture.md "One third-party library per folder").
  *
  * @module
  */
@@ -17,7 +17,7 @@ import { WAREHOUSE_SQL_DIR } from '../paths.js';
 export interface WarehouseOptions {
   /** Open read-only (analysts, `status`). Default false. */
   readOnly?: boolean;
-  /** DuckDB `memory_limit`, e.g. `'1GB'`. Default `'2GB'` (DuckDB's own default is 80 % of RAM; RELIABILITY.md). */
+  /** DuckDB `memory_limit`, e.g. `'1GB'`. Default `'2GB'` (DuckDB's own default is 80 % of RAM; docs/architecture.md "DuckDB"). */
   memoryLimit?: string;
   /** DuckDB `threads`. Default: DuckDB's (the core count). */
   threads?: number;
@@ -30,14 +30,9 @@ export interface WarehouseOptions {
 export type SqlParam = DuckDBValue;
 
 /**
- * Rows per row group of the tables this job writes (DuckDB's default: 122,880). An extract
- * batch of 25 pages of 1000 events then fills whole row groups that DuckDB writes straight
- * to the file at commit, compressed, instead of logging them to the WAL and compressing them
- * again at the checkpoint; the writer keeps one 16k-row group in memory, not a 123k-row one.
- * Bench at 1M events: extract 8.6 → 7.3–7.7 s, peak RSS 430 → about 400 MiB; transform
- * 14.9 → 12.5–13.1 s (its checkpoint 1.0 → 0.06 s). Measured against 8,192 (8.5 s), 24,576
- * (9.8 s, a file twice the size) and 32,768 (9.8 s). Every writable session must use the same
- * size: a session at the default size spent 5 s re-merging the 16k groups at its checkpoint.
+ * Rows per row group of the tables this job writes (DuckDB's default: 122,880): an extract
+ * batch then fills whole row groups that DuckDB writes straight to the file at commit. Every
+ * writable session must use the same size. Why this size: `docs/performance.md` "Row groups".
  */
 export const ROW_GROUP_SIZE = 16_384;
 
@@ -117,8 +112,8 @@ export class Warehouse {
     instance: DuckDBInstance,
     conn: DuckDBConnection,
     logger: Logger,
-    /** The settings {@link open} gave this session, restored by {@link withSettings}. */
-    private readonly sessionSettings: Readonly<Record<string, string>>,
+    /** The settings in force that this job set ({@link open}, then {@link withSettings}). */
+    private readonly current: Record<string, string>,
   ) {
     this.path = path;
     this.readOnly = readOnly;
@@ -129,7 +124,7 @@ export class Warehouse {
 
   /**
    * Open (and create, unless read-only) the database file. A new file and its folder are
-   * created 0600 / 0700 (RELIABILITY.md "Files"). A writable file is ATTACHed to an in-memory
+   * created 0600 / 0700 (docs/architecture.md "Files"). A writable file is ATTACHed to an in-memory
    * session with {@link ROW_GROUP_SIZE} and made the default catalog (`USE`); a read-only one
    * is opened directly.
    *
@@ -155,10 +150,8 @@ export class Warehouse {
       } else {
         mkdirSync(dirname(abs), { recursive: true, mode: 0o700 });
         config['temp_directory'] = options.tempDirectory ?? `${abs}.tmp`;
-        // Fold the WAL into the file every 512 MB instead of every 16 MB: each extract batch
-        // writes several MB of WAL, and the default checkpointed every other commit
-        // (measured: 8.4 → 6.5 s per million events in the writer). The job checkpoints at
-        // the end of every successful run anyway.
+        // Fold the WAL into the file every 512 MB instead of every 16 MB (`docs/performance.md`
+        // "Settings"); the job checkpoints at the end of every successful run anyway.
         config['checkpoint_threshold'] = CHECKPOINT_THRESHOLD;
       }
     }
@@ -210,8 +203,8 @@ export class Warehouse {
         // The file may not exist until the first write; the CLI's umask covers it then.
       }
     }
-    const wh = new Warehouse(abs, readOnly, instance!, conn!, options.logger ?? silentLogger(), config);
-    // Stage every timestamp as UTC regardless of the machine (DOMAIN.md "Time zones").
+    const wh = new Warehouse(abs, readOnly, instance!, conn!, options.logger ?? silentLogger(), { ...config });
+    // Stage every timestamp as UTC regardless of the machine (docs/domain.md "Time zones").
     await wh.run("set TimeZone = 'UTC'");
     return wh;
   }
@@ -282,36 +275,48 @@ export class Warehouse {
   }
 
   /**
-   * Run `fn` under the DuckDB settings `settings` (name → value), then put back what this
-   * session had before: the value {@link Warehouse.open} set, else DuckDB's default (`reset`).
+   * Run `fn` under the DuckDB settings `settings` (name → value), then put back what was in
+   * force before: the value set by {@link Warehouse.open} or an enclosing call, else DuckDB's
+   * default (`reset`). Calls nest.
    * The one place where a stage changes settings (`docs/performance.md` "Settings").
    *
-   * @throws whatever `fn` throws; a failed restore is logged, never hides `fn`'s error, and
-   *   is thrown when `fn` succeeded ({@link WarehouseError})
+   * @throws whatever `fn` throws; a failed restore is logged (with DuckDB's reason), never thrown
    */
   async withSettings<T>(settings: Readonly<Record<string, string>>, fn: () => Promise<T>): Promise<T> {
-    const changed: string[] = [];
+    const changed: [string, string | undefined][] = [];
     let result: T;
     try {
       for (const [name, value] of Object.entries(settings)) {
-        changed.push(name);
+        changed.push([name, this.current[name]]);
         await this.run(`set ${name} = ${sqlString(value)}`);
+        this.current[name] = value;
       }
       result = await fn();
-    } catch (err) {
+    } finally {
+      // Best effort: a setting left higher costs memory, never data; it must not fail what ran.
       await this.restoreSettings(changed).catch((restoreErr: unknown) => {
-        this.logger.warn({ err: { message: (restoreErr as Error).message } }, 'could not restore DuckDB settings after a failure');
+        this.logger.warn({ err: { message: (restoreErr as Error).message } }, 'could not restore a DuckDB setting');
       });
-      throw err;
     }
-    await this.restoreSettings(changed);
     return result;
   }
 
-  private async restoreSettings(names: readonly string[]): Promise<void> {
-    for (const name of names) {
-      const own = this.sessionSettings[name];
-      await this.run(own === undefined ? `reset ${name}` : `set ${name} = ${sqlString(own)}`);
+  /**
+   * Put back each setting's value from before (innermost first). A lower `memory_limit` is
+   * refused while DuckDB holds more in memory, e.g. a small batch's rows not yet checkpointed:
+   * then it is set again after a checkpoint, which writes them out.
+   */
+  private async restoreSettings(changed: readonly [string, string | undefined][]): Promise<void> {
+    for (const [name, before] of [...changed].reverse()) {
+      const sql = before === undefined ? `reset ${name}` : `set ${name} = ${sqlString(before)}`;
+      try {
+        await this.run(sql);
+      } catch {
+        await this.checkpoint();
+        await this.run(sql);
+      }
+      if (before === undefined) delete this.current[name];
+      else this.current[name] = before;
     }
   }
 
@@ -323,7 +328,7 @@ export class Warehouse {
 
   /**
    * Run `fn` inside `BEGIN … COMMIT`. On any error: `ROLLBACK`, never `COMMIT`
-   * (RELIABILITY.md: after a constraint error DuckDB's COMMIT silently rolls back; after a
+   * (docs/architecture.md "DuckDB": after a constraint error DuckDB's COMMIT silently rolls back; after a
    * binder error it would keep the statements that succeeded). Not reentrant.
    *
    * @throws whatever `fn` throws, after the rollback
@@ -390,7 +395,7 @@ export class Warehouse {
     return done;
   }
 
-  /** `CHECKPOINT`: fold the WAL into the file (end of a good run; RELIABILITY.md). */
+  /** `CHECKPOINT`: fold the WAL into the file (end of a good run; docs/architecture.md "DuckDB"). */
   async checkpoint(): Promise<void> {
     await this.run('checkpoint');
   }
