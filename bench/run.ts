@@ -107,10 +107,10 @@ async function drain(sim: Sim, page: number, ndjsonPath?: string): Promise<{ ms:
   let bytes = 0;
   const start = firstPageUrl(sim.baseUrl, { trialIds: sim.trialIds, eventTypes: [...DEFAULT_EVENT_TYPES], limit: page });
   for await (const page of pageStream(events, start, { label: 'bench' })) {
-    n += page.events.id.length;
+    n += page.events.count;
     bytes += page.bytes;
     if (out) {
-      const lines = page.events.envelope.join('\n');
+      const lines = page.events.all(page.events.envelope).join('\n');
       if (lines.length > 0 && !out.write(`${lines}\n`)) await once(out, 'drain');
     }
   }

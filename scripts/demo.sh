@@ -10,7 +10,11 @@ mkdir -p data
 chmod 700 data
 out=data/mock-api.out
 : > "$out"
-node dist/cli.js mock-api --port "$port" --log-level warn > "$out" 2> data/mock-api.err &
+# DEMO_FAULTS: simulator faults to show (docs/ingest.md); by default one event with a lone
+# surrogate, which the job quarantines (status shows it; make dbt builds over it).
+faults=()
+for f in ${DEMO_FAULTS-events:loneSurrogate:after=3:event=5}; do faults+=(--fault "$f"); done
+node dist/cli.js mock-api --port "$port" --log-level warn "${faults[@]}" > "$out" 2> data/mock-api.err &
 sim=$!
 trap 'kill "$sim" 2>/dev/null || true; wait "$sim" 2>/dev/null || true' EXIT
 for _ in $(seq 1 200); do
