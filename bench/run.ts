@@ -18,6 +18,7 @@
  *
  * Environment: BENCH_EVENTS (default 1,000,000; up to 10,000,000), BENCH_PAGE_SIZES
  * (`1000,100`), BENCH_LARGE_PAGES (30; 0 skips step 5), BENCH_LARGE_PAGE_BYTES (20,000,000),
+ * BENCH_BASELINE (another build's dist/cli.js, extracted beside this one: an A/B in one run),
  * BENCH_BATCH_PAGES (the job's default), BENCH_REPEAT,
  * BENCH_NODE_OPTIONS and BENCH_MALLOC_ARENA_MAX (the extract's NODE_OPTIONS, MALLOC_ARENA_MAX),
  * BENCH_TRACE=1 prints each child's RSS over time, BENCH_KEEP=1 keeps the work folder.
@@ -42,6 +43,8 @@ const PAGES = (process.env['BENCH_PAGE_SIZES'] ?? '1000,100').split(',').map(Num
 /** The large-page run: BENCH_LARGE_PAGES pages (0: none) of BENCH_LARGE_PAGE_BYTES bytes. */
 const LARGE_PAGES = Number(process.env['BENCH_LARGE_PAGES'] ?? 30);
 const LARGE_PAGE_BYTES = Number(process.env['BENCH_LARGE_PAGE_BYTES'] ?? 20_000_000);
+/** BENCH_BASELINE: the `dist/cli.js` of another build, whose extract is timed beside this one's (an A/B in one run). */
+const BASELINE = process.env['BENCH_BASELINE'];
 const BATCH = process.env['BENCH_BATCH_PAGES'];
 /** Samples of steps 1–3 (default 3 up to 1M events, 1 above: a 5M run already takes minutes). */
 const REPEAT = Math.max(1, Math.trunc(Number(process.env['BENCH_REPEAT'] ?? (N <= 1_000_000 ? 3 : 1))) || 1);
@@ -155,9 +158,9 @@ function settle(): void {
  * Run the CLI as a child process, started as the installed `recruit-etl` bin is (through its
  * shebang, with its V8 flag; see src/cli.ts); returns wall time and peak RSS (VmHWM) in bytes.
  */
-async function cli(args: string[], env: Record<string, string>): Promise<{ ms: number; peakRssBytes: number; stderr: string }> {
+async function cli(args: string[], env: Record<string, string>, bin = CLI): Promise<{ ms: number; peakRssBytes: number; stderr: string }> {
   const t0 = performance.now();
-  const proc = spawn(CLI, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
+  const proc = spawn(bin, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
   proc.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
   let peak = 0;
@@ -228,6 +231,8 @@ interface PageSizeFigures {
   limits: { ms: number; rows: number }[];
   drains: { ms: number; events: number; bytes: number }[];
   extracts: { ms: number; peakRssBytes: number }[];
+  /** The extract of BENCH_BASELINE, beside each of this build's (none without it). */
+  baselines: { ms: number; peakRssBytes: number }[];
   /** Medians (ms) and the highest peak RSS. */
   limitMs: number;
   drainMs: number;
@@ -242,6 +247,7 @@ async function measure(sim: Sim, ndjson: string, db: string, page: number): Prom
   const limits: { ms: number; rows: number }[] = [];
   const drains: { ms: number; events: number; bytes: number }[] = [];
   const extracts: { ms: number; peakRssBytes: number }[] = [];
+  const baselines: { ms: number; peakRssBytes: number }[] = [];
   for (let k = 0; k < REPEAT; k += 1) {
     const limitDb = join(WORK, 'limit.duckdb');
     rmSync(limitDb, { force: true });
@@ -252,6 +258,12 @@ async function measure(sim: Sim, ndjson: string, db: string, page: number): Prom
     for (const f of [db, `${db}.wal`, publishedCopyPath(db)]) rmSync(f, { force: true });
     settle();
     extracts.push(await cli(['extract'], envFor(sim, db, page)));
+    if (BASELINE) {
+      const other = join(WORK, 'baseline.duckdb');
+      for (const f of [other, `${other}.wal`, publishedCopyPath(other)]) rmSync(f, { force: true });
+      settle();
+      baselines.push(await cli(['extract'], { ...envFor(sim, other, page), RECRUIT_ETL_BATCH_PAGES: '25' }, BASELINE));
+    }
   }
   const dr = median(drains);
   return {
@@ -259,6 +271,7 @@ async function measure(sim: Sim, ndjson: string, db: string, page: number): Prom
     limits,
     drains,
     extracts,
+    baselines,
     limitMs: median(limits).ms,
     drainMs: dr.ms,
     extractMs: median(extracts).ms,
@@ -333,6 +346,10 @@ async function main(): Promise<void> {
       line(`3 extract, page size ${f.pageSize}`, f.extractMs, f.events, f.bytes / 1e6);
       if (REPEAT > 1) console.log(`  (medians of ${REPEAT}: limit ${list(f.limits)} s; drain ${list(f.drains)} s; extract ${list(f.extracts)} s)`);
       console.log(`  extract / limit: ${fmt(f.limitMs / f.extractMs, 2)}×   peak RSS ${fmt(f.peakRssBytes / 1048576)} MiB`);
+      if (f.baselines.length > 0) {
+        const b = median(f.baselines);
+        console.log(`  baseline extract: ${list(f.baselines)} s, / limit ${fmt(f.limitMs / b.ms, 2)}×, peak RSS ${fmt(Math.max(...f.baselines.map((x) => x.peakRssBytes)) / 1048576)} MiB`);
+      }
     }
     line('4a transform', tr.ms, loaded, NaN);
     line('4b export', exp.ms, loaded, NaN);
@@ -363,6 +380,7 @@ async function main(): Promise<void> {
               drain: f.drains.map((x) => x.ms / 1000),
               extract: f.extracts.map((x) => x.ms / 1000),
               extractPeakRssBytes: f.extracts.map((x) => x.peakRssBytes),
+              ...(f.baselines.length > 0 ? { baselineExtract: f.baselines.map((x) => x.ms / 1000), baselinePeakRssBytes: f.baselines.map((x) => x.peakRssBytes) } : {}),
             },
             bytesServed: f.bytes,
             extractPeakRssBytes: f.peakRssBytes,

@@ -178,18 +178,18 @@ export class RawEventWriter {
     }
     // The id hashes go to etl.event_ids and come back in the same statement. No ORDER BY (a
     // sort of the batch under the extract's small memory cap): each row says where it goes.
-    const [at, hi, lo] = await this.wh.columns<[bigint | number, number, number]>(
+    const [at, hi, lo] = await this.wh.columns<[number, number, number]>(
       `insert into etl.event_ids
        select stream_id, hash(event_id), stream_position from raw.events
        where stream_id = ? and stream_position > ?
-       returning stream_position - ${basePosition + 1}, (id_hash >> 32)::uinteger, (id_hash & 4294967295::ubigint)::uinteger`,
+       returning (stream_position - ${basePosition + 1})::integer, (id_hash >> 32)::uinteger, (id_hash & 4294967295::ubigint)::uinteger`,
       [streamId, basePosition],
     );
     const inserted = position - basePosition;
     const hashHi = new Uint32Array(inserted);
     const hashLo = new Uint32Array(inserted);
     for (let r = 0; r < at.length; r += 1) {
-      const k = Number(at[r]);
+      const k = at[r]!;
       hashHi[k] = hi[r]!;
       hashLo[k] = lo[r]!;
     }
@@ -197,12 +197,12 @@ export class RawEventWriter {
     // JSON.parse accepts and DuckDB refuses are escapes (docs/ingest.md "Quarantine").
     let refused: number[] = [];
     if (opts.pages.some((p) => p.events.hasEscape)) {
-      const [bad] = await this.wh.columns<[bigint | number]>(
-        `select stream_position - ? from raw.events
+      const [bad] = await this.wh.columns<[number]>(
+        `select (stream_position - ?)::integer from raw.events
          where stream_id = ? and stream_position > ? and contains(envelope::varchar, '\\') and not json_valid(envelope)`,
         [basePosition + 1, streamId, basePosition],
       );
-      refused = bad.map((k) => indexOf[Number(k)]!);
+      refused = bad.map((k) => indexOf[k]!);
     }
     return { inserted, lastPosition: position, indexOf, hashHi, hashLo, refused };
   }
