@@ -46,7 +46,7 @@ export function eventOptions<T>(y: Argv<T>) {
     .option('trial-id', { type: 'string', array: true, describe: 'trial id, repeatable or comma-separated (required)' })
     .option('event-type', { type: 'string', array: true, describe: `event type, repeatable or comma-separated (default: ${DEFAULT_EVENT_TYPES.join(', ')})` })
     .option('page-size', { type: 'number', describe: "events per page (limit) on a new stream's first request; default: the server's" })
-    .option('batch-pages', { type: 'number', describe: 'pages per commit, at most (events and cursor commit together); a batch also ends at 16 MiB of pages, or once it fills DuckDB row groups', default: 1000 })
+    .option('batch-pages', { type: 'number', describe: 'pages per commit, at most (events and cursor commit together); a batch also ends at 12 MiB of pages, or once it fills DuckDB row groups', default: 1000 })
     .option('max-empty-pages', { type: 'number', describe: 'empty pages in a row, hasNextPage true, before the run stops with exit 6', default: 1000 })
     .option('body-timeout', { type: 'number', describe: 'longest time, seconds, for a response body to arrive whole; then retried (exit 4 when retries are spent)', default: 120 })
     .option('max-retry-after', { type: 'number', describe: 'longest Retry-After honoured, seconds; longer fails with exit 4', default: 120 })
