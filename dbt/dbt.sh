@@ -3,7 +3,9 @@
 # Creates .venv at the repo root on first use (python3 -m venv; pip install -r
 # dbt/requirements.txt), installs the model package (dbt deps), then runs the given command
 # with DBT_PROFILES_DIR=dbt. RECRUIT_ETL_DB (default data/warehouse.duckdb) is resolved
-# against the caller's working directory. Quiet on success; any failure exits non-zero.
+# against the caller's working directory. dbt's own output is shown: a line per node, its
+# warnings, and the summary line (`Done. PASS=… WARN=… ERROR=… SKIP=… TOTAL=…`); any failure
+# exits non-zero.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -46,4 +48,4 @@ cd "$here"
 # --no-partial-parse: the package lives outside this project (a symlink to ../sql); a full
 # parse takes about a second, so never risk a stale parse cache.
 "$venv/bin/dbt" --quiet deps
-exec "$venv/bin/dbt" --quiet --no-partial-parse "$@"
+exec "$venv/bin/dbt" --no-partial-parse "$@"
