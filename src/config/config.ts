@@ -116,6 +116,11 @@ export const ConfigSchema = z.object({
     group: GENERAL,
   }),
   verbose: option(z.boolean().default(false).describe('stack traces on failure, debug logs'), { commands: ALL, group: GENERAL }),
+  /** Seconds between two progress lines in the log while a stage runs (src/log/progress.ts; docs/contracts.md "Progress and the run summary"). */
+  progressInterval: option(z.number().positive().default(10).describe('seconds between two progress lines in the log while a stage runs'), {
+    commands: PIPELINE,
+    group: GENERAL,
+  }),
   /** Read by src/failpoints.ts from the environment (crash tests only); declared so that the variable is known. */
   failpoint: option(z.string().optional().describe('tests only: <name>:<n> SIGKILLs the process (src/failpoints.ts)'), {
     commands: PIPELINE,

@@ -17,6 +17,7 @@ import { chmodSync, mkdirSync, renameSync, rmSync, statSync, writeFileSync } fro
 import { join, resolve } from 'node:path';
 import { ExportError, isEtlError } from '../errors.js';
 import { type Logger, silentLogger } from '../log/logger.js';
+import { NO_PROGRESS, type StageProgress } from '../log/progress.js';
 import { sqlString, type Warehouse } from '../warehouse/Warehouse.js';
 import { failpoint } from '../failpoints.js';
 import {
@@ -66,6 +67,8 @@ export interface ExportOptions {
   runId: string;
   logger?: Logger;
   now?: () => Date;
+  /** Receives files written of total (src/log/progress.ts). */
+  progress?: StageProgress;
 }
 
 /**
@@ -153,6 +156,8 @@ async function writeSnapshot(opts: ExportOptions, snapDir: string, snapshot: str
     `select table_name from information_schema.tables where table_schema = 'main' and (${like}) order by table_name`,
   );
   const files: ManifestEntry[] = [];
+  const progress = opts.progress ?? NO_PROGRESS;
+  progress.update({ done: 0, total: tables.length });
   for (const { table_name: model } of tables) {
     const file = `${model}.parquet`;
     const tmp = join(snapDir, `.${file}.${opts.runId}.tmp`);
@@ -179,6 +184,7 @@ async function writeSnapshot(opts: ExportOptions, snapDir: string, snapshot: str
         bytes,
         columns: columns.map((c) => ({ name: c.column_name, type: c.column_type })),
       });
+      progress.update({ done: files.length });
     } catch (err) {
       rmSync(tmp, { force: true });
       if (isEtlError(err) && err.code === 'E_EXPORT') throw err;

@@ -12,6 +12,7 @@
  */
 import { InterruptedError } from '../errors.js';
 import { type Logger, silentLogger } from '../log/logger.js';
+import { NO_PROGRESS, type StageProgress } from '../log/progress.js';
 import { type EventsClient, firstPageUrl, pageStream } from '../upstream/events.js';
 import type { Warehouse } from '../warehouse/Warehouse.js';
 import { StreamStore } from '../warehouse/StreamStore.js';
@@ -42,6 +43,8 @@ export interface ExtractOptions {
   runId: string;
   logger?: Logger;
   signal?: AbortSignal;
+  /** Receives pages fetched, events committed and the stream position (src/log/progress.ts). */
+  progress?: StageProgress;
 }
 
 /** What one extract did. */
@@ -116,6 +119,9 @@ export async function extractEvents(opts: ExtractOptions): Promise<ExtractResult
     logger,
     ...(opts.heldBatchSettings !== undefined ? { heldBatchSettings: opts.heldBatchSettings } : {}),
   });
+  const progress = opts.progress ?? NO_PROGRESS;
+  progress.update({ pages: 0, events: 0, position: state.eventCount });
+  let fetchedEvents = 0;
   let pending: FetchedPage[] = [];
   let pendingRows = 0;
   let pendingBytes = 0;
@@ -132,6 +138,7 @@ export async function extractEvents(opts: ExtractOptions): Promise<ExtractResult
     result.duplicatesSkipped += r.duplicates;
     result.quarantined += r.quarantined;
     result.batches += 1;
+    progress.update({ position: r.lastPosition });
     if (r.quarantined > 0) logger.warn({ stream: def.streamId, quarantined: r.quarantined, position: r.lastPosition }, 'events quarantined: stored in a readable form, their text as sent kept in raw.quarantined_events');
     logger.debug({ stream: def.streamId, pages: pages.length, events: r.inserted, position: r.lastPosition }, 'batch committed');
   };
@@ -166,6 +173,8 @@ export async function extractEvents(opts: ExtractOptions): Promise<ExtractResult
     for await (const page of pageStream(opts.client, startUrl, streamOpts)) {
       result.pages += 1;
       result.bytes += page.bytes;
+      fetchedEvents += page.events.count;
+      progress.update({ pages: result.pages, events: fetchedEvents });
       pending.push({ events: page.events, pageNumber: result.pages, nextPage: page.nextPage, hasNextPage: page.hasNextPage, bytes: page.bytes });
       pendingRows += page.events.count;
       pendingBytes += page.bytes;

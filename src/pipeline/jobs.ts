@@ -8,6 +8,7 @@
 import { EtlError, InterruptedError, LockError } from '../errors.js';
 import type { Config } from '../config/config.js';
 import { type Logger, silentLogger } from '../log/logger.js';
+import { Progress, type RunSummary, type StageProgress, type StageSummary } from '../log/progress.js';
 import type { SecretRegistry } from '../log/secrets.js';
 import { extractEvents, type ExtractResult } from '../extract/extractEvents.js';
 import { snapshotSites, type SnapshotSitesResult } from '../extract/snapshotSites.js';
@@ -65,6 +66,11 @@ export interface JobContext {
   http?: HttpClient;
   /** The run's secret values (`docs/security.md`); the CLI passes its registry. */
   secrets?: SecretRegistry;
+  /**
+   * Progress and summary reporting (src/log/progress.ts); default: log lines only, every
+   * `config.progressInterval` seconds. The CLI passes one with stderr as its terminal.
+   */
+  progress?: Progress;
 }
 
 /** What a job did: one entry per stage that ran. */
@@ -78,6 +84,63 @@ export interface JobResult {
   /** The read-only copy published for analysts after a successful run that changed data (not `export` alone). */
   publishedCopy?: string;
   durationMs: number;
+  /** Per stage that started: its wall time and counts (also `etl.runs.stages`). */
+  stages: Partial<Record<Stage, StageSummary>>;
+  /** The summary reported at the end (docs/contracts.md "Progress and the run summary"). */
+  summary?: RunSummary;
+}
+
+/** The counts of a stage for the summary and `etl.runs.stages`. */
+function stageCounts(r: JobResult, stage: Stage): Record<string, number> {
+  switch (stage) {
+    case 'extract':
+      return r.extract
+        ? { pages: r.extract.pages, events: r.extract.eventsLoaded, duplicatesSkipped: r.extract.duplicatesSkipped, quarantined: r.extract.quarantined, position: r.extract.streamEventCount }
+        : {};
+    case 'sites':
+      return r.sites ? { sites: r.sites.sites } : {};
+    case 'transform':
+      return r.transform ? { models: r.transform.models.length, seeds: r.transform.seeds.length } : {};
+    case 'export':
+      return r.export ? { files: r.export.files.length } : {};
+  }
+}
+
+/**
+ * The end-of-run summary: what `result` holds, the data-quality counts (this run's
+ * transform, else the `dq_summary` last built) and the cursor's age. Best effort: a
+ * warehouse that fails here leaves those parts null.
+ */
+async function buildSummary(wh: Warehouse, r: JobResult, status: string, error?: string): Promise<RunSummary> {
+  let dq: Record<string, number> | null = null;
+  let dqSource: RunSummary['dqSource'] = null;
+  let cursorAgeSeconds: number | null = null;
+  try {
+    if (r.transform) {
+      dq = Object.fromEntries(r.transform.dq.map((d) => [d.check, d.count]));
+      dqSource = 'this run';
+    } else if ((await wh.one<{ n: bigint }>("select count(*) as n from information_schema.tables where table_schema = 'main' and table_name = 'dq_summary'"))?.n) {
+      const rows = await wh.all<{ check_name: string; issue_count: bigint | number }>('select check_name, issue_count from main.dq_summary order by check_name');
+      dq = Object.fromEntries(rows.map((x) => [x.check_name, Number(x.issue_count)]));
+      dqSource = 'last transform';
+    }
+    const age = await wh.one<{ age: number | null }>("select epoch(now() - max(last_polled_at))::double as age from etl.streams where status = 'active'");
+    cursorAgeSeconds = age?.age === null || age?.age === undefined ? null : Math.max(0, Math.round(age.age));
+  } catch {
+    // The warehouse may be what failed; the summary still reports the rest.
+  }
+  return {
+    runId: r.runId,
+    command: r.command,
+    status,
+    durationMs: r.durationMs,
+    stages: r.stages,
+    quarantined: r.extract?.quarantined ?? 0,
+    dq,
+    dqSource,
+    cursorAgeSeconds,
+    ...(error !== undefined ? { error } : {}),
+  };
 }
 
 function counts(r: JobResult): RunCounts {
@@ -118,7 +181,27 @@ export async function runJob(command: string, stages: readonly Stage[], ctx: Job
   const logger = ctx.logger ?? silentLogger();
   const started = Date.now();
   const runId = newRunId();
-  const result: JobResult = { runId, command, durationMs: 0 };
+  const result: JobResult = { runId, command, durationMs: 0, stages: {} };
+  const progress = ctx.progress ?? new Progress({ logger, intervalSeconds: config.progressInterval });
+  /** Run one stage with its progress reporter, recording its wall time and counts. */
+  const stage = async <T>(name: Stage, fn: (p: StageProgress) => Promise<T>): Promise<T> => {
+    const p = progress.start(name);
+    const t0 = Date.now();
+    let failed = true;
+    try {
+      const value = await fn(p);
+      failed = false;
+      return value;
+    } finally {
+      p.end();
+      result.stages[name] = { durationMs: Date.now() - t0, ...(failed ? { failed: true } : {}) };
+    }
+  };
+  /** Add each stage's counts to its wall time (once the stage's result is assigned). */
+  const stagesWithCounts = (): JobResult['stages'] => {
+    for (const [name, st] of Object.entries(result.stages) as [Stage, StageSummary][]) Object.assign(st, stageCounts(result, name));
+    return result.stages;
+  };
   const wh = await Warehouse.open(config.db, { memoryLimit: config.memoryLimit, logger });
   const ownsHttp = ctx.http === undefined;
   let http: HttpClient | undefined = ctx.http;
@@ -153,7 +236,7 @@ export async function runJob(command: string, stages: readonly Stage[], ctx: Job
           secrets: ctx.secrets,
         });
         const client = new EventsClient({ baseUrl: config.baseUrl!, http: http!, tokens, logger });
-        result.extract = await wh.withSettings(EXTRACT_SETTINGS, () =>
+        result.extract = await stage('extract', (p) => wh.withSettings(EXTRACT_SETTINGS, () =>
           extractEvents({
             wh,
             client,
@@ -167,14 +250,15 @@ export async function runJob(command: string, stages: readonly Stage[], ctx: Job
             heldBatchSettings: heldBatchSettings(config.memoryLimit),
             runId,
             logger,
+            progress: p,
             ...signalOpt,
           }),
-        );
+        ));
       }
       throwIfAborted(ctx.signal);
       if (stages.includes('sites')) {
         const client = new SitesClient({ baseUrl: config.baseUrl!, origin: config.origin!, http: http!, logger });
-        result.sites = await snapshotSites({
+        result.sites = await stage('sites', () => snapshotSites({
           wh,
           client,
           micrositeId: config.micrositeId!,
@@ -182,21 +266,21 @@ export async function runJob(command: string, stages: readonly Stage[], ctx: Job
           runId,
           logger,
           ...signalOpt,
-        });
+        }));
       }
       throwIfAborted(ctx.signal);
       if (stages.includes('transform')) {
         failpoint('transform.before');
-        result.transform = await runTransform(wh, { logger });
+        result.transform = await stage('transform', (p) => runTransform(wh, { logger, progress: p }));
       }
       throwIfAborted(ctx.signal);
       if (stages.includes('export')) {
-        result.export = await exportParquet({ wh, exportDir: config.exportDir, runId, logger });
+        result.export = await stage('export', (p) => exportParquet({ wh, exportDir: config.exportDir, runId, logger, progress: p }));
       }
       // Recorded as succeeded before the copy, so that the copy says so; when the checkpoint
       // or the copy fails, the catch below records the run as failed after all.
       result.durationMs = Date.now() - started;
-      await runLog.finish(runId, 'succeeded', counts(result), summary(result));
+      await runLog.finish(runId, 'succeeded', counts(result), summary(result), undefined, stagesWithCounts());
       // The copy is refreshed when the warehouse's data changed. `export` alone only reads
       // (its etl.runs row reaches the copy with the next run); a copy costs more than an export.
       if (wh.path !== ':memory:' && stages.some((s) => s !== 'export')) {
@@ -213,16 +297,21 @@ export async function runJob(command: string, stages: readonly Stage[], ctx: Job
         },
         'run finished',
       );
+      result.summary = await buildSummary(wh, result, 'succeeded');
+      progress.summary(result.summary);
       return result;
     } catch (err) {
       result.durationMs = Date.now() - started;
       const status = err instanceof InterruptedError || ctx.signal?.aborted ? 'interrupted' : 'failed';
       const line = err instanceof EtlError ? err.message : 'unexpected error';
       try {
-        await runLog.finish(runId, status, counts(result), summary(result), line);
+        await runLog.finish(runId, status, counts(result), summary(result), line, stagesWithCounts());
       } catch {
         // The warehouse itself may be what failed; the CLI still reports the original error.
       }
+      stagesWithCounts();
+      result.summary = await buildSummary(wh, result, status, ctx.secrets ? ctx.secrets.scrub(line) : line);
+      progress.summary(result.summary);
       throw err;
     }
   } finally {

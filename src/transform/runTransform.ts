@@ -10,6 +10,7 @@ import { basename, join, relative } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { TransformError } from '../errors.js';
 import { type Logger, silentLogger } from '../log/logger.js';
+import { NO_PROGRESS, type StageProgress } from '../log/progress.js';
 import { MACROS_DIR, MODELS_DIR, SEEDS_DIR } from '../paths.js';
 import type { Warehouse } from '../warehouse/Warehouse.js';
 import { type CompiledModel, compileModel, loadMacros, quoteIdent } from './compileModel.js';
@@ -23,6 +24,8 @@ export interface TransformOptions {
   /** Folder of the seed CSV files and `_seeds.yml`. Default: `sql/seeds` of the package. */
   seedsDir?: string;
   logger?: Logger;
+  /** Receives models built of total (src/log/progress.ts). */
+  progress?: StageProgress;
   /**
    * Build only these models (in dependency order); the models they read must already exist.
    * Seeds are always loaded. Default: every model.
@@ -166,6 +169,8 @@ export async function runTransform(wh: Warehouse, options: TransformOptions = {}
     }
 
     const models: TransformResult['models'] = [];
+    const progress = options.progress ?? NO_PROGRESS;
+    progress.update({ done: 0, total: ordered.length });
     for (const model of ordered) {
       const t0 = performance.now();
       let rows: number;
@@ -185,6 +190,7 @@ export async function runTransform(wh: Warehouse, options: TransformOptions = {}
       const ms = Math.round(performance.now() - t0);
       models.push({ name: model.name, rows, ms, materialized: model.materialized });
       logger.debug({ model: model.name, rows, ms }, 'model built');
+      progress.update({ done: models.length });
     }
 
     let dq: DqCount[] = [];

@@ -57,11 +57,12 @@ export class RunLog {
   /**
    * Record the end of a run.
    * @param error the one-line error (free of payloads by construction; registered secret values are removed here), if it failed
+   * @param stages per stage that started: `{ durationMs, failed?, …counts }` (column `stages`, migration 005)
    */
-  async finish(runId: string, status: RunStatus, counts: RunCounts, summary: unknown, error?: string): Promise<void> {
+  async finish(runId: string, status: RunStatus, counts: RunCounts, summary: unknown, error?: string, stages?: unknown): Promise<void> {
     await this.wh.run(
       `update etl.runs set finished_at = now(), status = ?, events_loaded = ?, pages_fetched = ?, sites_loaded = ?,
-         models_built = ?, files_exported = ?, summary = ?::json, error = ?
+         models_built = ?, files_exported = ?, summary = ?::json, error = ?, stages = ?::json
        where run_id = ?`,
       [
         status,
@@ -72,6 +73,7 @@ export class RunLog {
         counts.filesExported ?? 0,
         this.scrub(JSON.stringify(summary ?? {})),
         error === undefined ? null : this.scrub(error),
+        JSON.stringify(stages ?? {}),
         runId,
       ],
     );

@@ -6,6 +6,7 @@
  */
 import type { Argv, CommandModule } from 'yargs';
 import type { CommandName, Need } from '../../config/config.js';
+import { Progress, type Terminal } from '../../log/progress.js';
 import { runJob, type Stage } from '../../pipeline/jobs.js';
 import { prepare, type CliContext } from '../context.js';
 import { commandOptions } from '../options.js';
@@ -63,7 +64,9 @@ export function stageCommands(ctx: CliContext): CommandModule[] {
       const { config, logger, secrets } = prepare(ctx, c.name, argv, needs);
       if (c.name === 'run' && config.micrositeId === undefined) stages = stages.filter((s) => s !== 'sites');
       if (c.name === 'run' && !stages.includes('sites')) logger.info({}, 'sites skipped: no --microsite-id configured');
-      await runJob(c.name, stages, { config, logger, signal: ctx.signal, secrets });
+      // Live progress and the readable summary on stderr when it is a terminal (src/log/progress.ts).
+      const progress = new Progress({ logger, intervalSeconds: config.progressInterval, terminal: ctx.stderr as Terminal });
+      await runJob(c.name, stages, { config, logger, signal: ctx.signal, secrets, progress });
     },
   }));
 }
