@@ -164,7 +164,10 @@ final as (
             when any_attempt_reached or has_contact_implying_status then true
             when not_reached_attempt_count > 0 then false
         end as is_reached,
+        -- Unreachable (docs/domain.md "Unreachable"): at least 3 attempts whose dates span at
+        -- least 14 days (first to last), and nothing says the patient was reached.
         contact_attempt_count >= 3
+            and date_diff('day', first_contact_attempt_date, last_contact_attempt_date) >= 14
             and not (any_attempt_reached or has_contact_implying_status) as is_unreachable_after_3_attempts,
         -- stages ever reached (high-water mark; each implies the ones before it)
         has_created_event or coalesce(high_water_rank >= 1, false) as reached_referred,
