@@ -14,10 +14,11 @@ import { EXTRACT_SETTINGS } from '../pipeline/jobs.js';
  * another; a misspelt flag is still an error.
  */
 export function allOptions<T>(y: Argv<T>) {
-  return exportOptions(siteOptions(eventOptions(globalOptions(y))))
+  return exportOptions(modelOptions(siteOptions(eventOptions(globalOptions(y)))))
     .group(['db', 'environment', 'memory-limit', 'log-level', 'verbose', 'config'], 'Warehouse and logs:')
     .group(['base-url', 'auth-url', 'client-id', 'client-secret', 'client-secret-file', 'audience', 'trial-id', 'event-type', 'page-size', 'batch-pages', 'max-empty-pages', 'body-timeout', 'max-retry-after', 'deadline'], 'Upstream (extract):')
     .group(['microsite-id', 'origin'], 'Site list (sites):')
+    .group(['site-names'], 'Models (transform):')
     .group(['export-dir'], 'Exports:');
 }
 
@@ -58,6 +59,14 @@ export function siteOptions<T>(y: Argv<T>) {
   return y
     .option('microsite-id', { type: 'string', describe: 'study-website (microsite) id (required for sites)' })
     .option('origin', { type: 'string', describe: 'Origin header the site list is authorized by (required for sites)' });
+}
+
+/** Options of the commands that build the models. */
+export function modelOptions<T>(y: Argv<T>) {
+  return y.option('site-names', {
+    type: 'string',
+    describe: 'CSV of display names of event site ids (site_id,trial_id,site_name,sponsor_site_id), loaded as seed_site_names',
+  });
 }
 
 /** Options of the commands that write exports. */

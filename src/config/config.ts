@@ -67,6 +67,8 @@ export const ConfigSchema = z.object({
   micrositeId: z.string().min(1).optional().describe('study-website (microsite) id'),
   origin: z.string().min(1).optional().describe('Origin header for the site list'),
   exportDir: z.string().min(1).default('data/exports').describe('Parquet export folder'),
+  /** The operator's CSV of event site display names, loaded as `seed_site_names` (docs/models.md "Site names"). */
+  siteNames: z.string().min(1).optional().describe('CSV of display names of event site ids (seed_site_names)'),
   environment: z.string().min(1).default('production').describe('environment label (staging, production)'),
   /** The most pages per transaction (`docs/ingest.md` "Batches"); the cursor always commits with its events. */
   batchPages: z.number().int().positive().default(1000).describe('pages per commit, at most'),

@@ -15,6 +15,10 @@ contact_attempts as (
     select * from {{ ref('fct_contact_attempts') }}
 ),
 
+site_names as (
+    select * from {{ ref('int_site_names') }}
+),
+
 last_attempts as (
     select
         patient_key,
@@ -42,6 +46,8 @@ final as (
         open_referrals.patient_key,
         open_referrals.trial_id,
         open_referrals.site_id,
+        site_names.site_name,
+        site_names.mapped_sponsor_site_id,
         open_referrals.referral_subject_id,
         row_number() over (
             partition by open_referrals.trial_id, open_referrals.site_id
@@ -79,6 +85,9 @@ final as (
     from open_referrals
     left join last_attempts
         on open_referrals.patient_key = last_attempts.patient_key
+    left join site_names
+        on open_referrals.trial_id = site_names.trial_id
+        and open_referrals.site_id = site_names.site_id
 )
 
 select * from final

@@ -16,6 +16,10 @@ funnel as (
     select * from {{ ref('fct_patient_funnel') }}
 ),
 
+site_names as (
+    select * from {{ ref('int_site_names') }}
+),
+
 data_as_of as (
     select max(as_of_at) as as_of_at from funnel
 ),
@@ -71,6 +75,8 @@ final as (
         md5(json_array(spine.trial_id, spine.site_id, spine.activity_week)::varchar) as site_activity_key,
         spine.trial_id,
         spine.site_id,
+        site_names.site_name,
+        site_names.mapped_sponsor_site_id,
         spine.activity_week,
         spine.activity_week + 6 as activity_week_end,
         coalesce(weekly.referrals_received, 0) as referrals_received,
@@ -92,6 +98,9 @@ final as (
         on spine.trial_id = weekly.trial_id
         and spine.site_id is not distinct from weekly.site_id
         and spine.activity_week = weekly.activity_week
+    left join site_names
+        on spine.trial_id = site_names.trial_id
+        and spine.site_id = site_names.site_id
 )
 
 select * from final

@@ -14,6 +14,10 @@ funnel as (
     select * from {{ ref('fct_patient_funnel') }}
 ),
 
+site_names as (
+    select * from {{ ref('int_site_names') }}
+),
+
 data_as_of as (
     select max(as_of_at) as as_of_at from funnel
 ),
@@ -69,6 +73,8 @@ final as (
         md5(json_array(spine.trial_id, spine.site_id, spine.activity_month)::varchar) as site_activity_month_key,
         spine.trial_id,
         spine.site_id,
+        site_names.site_name,
+        site_names.mapped_sponsor_site_id,
         spine.activity_month,
         cast(spine.activity_month + interval 1 month as date) - 1 as activity_month_end,
         coalesce(monthly.referrals_received, 0) as referrals_received,
@@ -90,6 +96,9 @@ final as (
         on spine.trial_id = monthly.trial_id
         and spine.site_id is not distinct from monthly.site_id
         and spine.activity_month = monthly.activity_month
+    left join site_names
+        on spine.trial_id = site_names.trial_id
+        and spine.site_id = site_names.site_id
 )
 
 select * from final

@@ -1,11 +1,16 @@
 /**
  * The recruitment teams' views on hand-made events: mart_site_activity (each activity in the
  * week and month of its own UTC date, dense to as_of_at), mart_open_referrals (which patients
- * are open, worklist order) and the unreachable rule (docs/domain.md "Unreachable").
+ * are open, worklist order), the unreachable rule (docs/domain.md "Unreachable") and the
+ * operator's site names (docs/models.md "Site names").
  */
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { ConfigError } from '../../../src/errors.js';
 import { runTransform } from '../../../src/transform/runTransform.js';
 import { Warehouse } from '../../../src/warehouse/Warehouse.js';
+import { tempDir } from '../../helpers/tmp.js';
 import { ack, attempt, created, type Ev, insertRawEventsSql, type RawEventRow, status } from './fixture.js';
 
 const CA = 'v1.contactAttempt.created' as const;
@@ -132,3 +137,54 @@ for (const zone of ['UTC', 'America/New_York']) {
     });
   });
 }
+
+describe("site names from the operator's CSV (--site-names)", () => {
+  const tmp = tempDir('recruit-etl-sitenames-');
+  let wh: Warehouse;
+
+  beforeAll(async () => {
+    wh = await Warehouse.open(':memory:', { threads: 2 });
+    await wh.migrate();
+    await wh.run(insertRawEventsSql(activityRows()));
+  });
+  afterAll(async () => {
+    await wh?.close();
+    tmp.cleanup();
+  });
+
+  test('a trial\'s row wins over an every-trial row; marts show the name; unmapped sites are listed in dq', async () => {
+    const file = join(tmp.dir, 'names.csv');
+    // columns in another order, an extra column, a quoted comma; X3 appears in no event
+    writeFileSync(file, [
+      'trial_id,site_id,site_name,sponsor_site_id,notes',
+      ',X1,Northside Clinic,SP-100,every trial',
+      'T9,X1,"Northside, trial T9",SP-T9-1,',
+      ',X3,Unused Site,,',
+      '',
+    ].join('\n'));
+    const result = await runTransform(wh, { siteNames: file });
+    expect(result.dq.find((d) => d.check === 'dq_unmapped_sites')).toEqual({ check: 'dq_unmapped_sites', count: 1 });
+    expect(await wh.all(`select trial_id, site_id, patient_count::int as patients, event_count::int as events from main.dq_unmapped_sites`)).toEqual([
+      { trial_id: 'T9', site_id: 'X2', patients: 1, events: 2 },
+    ]);
+    for (const mart of ['mart_site_activity', 'mart_site_activity_monthly', 'mart_recruitment_funnel', 'mart_open_referrals']) {
+      const names = await wh.all(`select distinct site_id, site_name, mapped_sponsor_site_id as sponsor from main.${mart} order by site_id`);
+      const want = [
+        { site_id: 'X1', site_name: 'Northside, trial T9', sponsor: 'SP-T9-1' },
+        { site_id: 'X2', site_name: null, sponsor: null },
+      ];
+      // no X2 referral is open
+      expect(names, mart).toEqual(mart === 'mart_open_referrals' ? want.slice(0, 1) : want);
+    }
+  });
+
+  test("an unreadable operator's file is exit 2 (ConfigError) and leaves the previous models", async () => {
+    const before = await wh.all(`select count(*)::int as n from main.mart_site_activity where site_name is not null`);
+    const file = join(tmp.dir, 'broken.csv');
+    writeFileSync(file, 'site_id,trial_id,site_name,sponsor_site_id\nX1,,"Unterminated,\n');
+    const err = await runTransform(wh, { siteNames: file }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ConfigError);
+    expect((err as Error).message).toMatch(new RegExp(`^--site-names ${file}: cannot be loaded as seed_site_names: `));
+    expect(await wh.all(`select count(*)::int as n from main.mart_site_activity where site_name is not null`)).toEqual(before);
+  });
+});

@@ -159,6 +159,8 @@ export const DQ_SUMMARY: Expectation = {
     { check_name: 'dq_quarantined_events', issue_count: 0 },
     { check_name: 'dq_unknown_event_types', issue_count: 1 },
     { check_name: 'dq_unmapped_outcomes', issue_count: 1 },
+    // no --site-names: every event site (T1/S1, T1/S2, T2/S9) is listed
+    { check_name: 'dq_unmapped_sites', issue_count: 3 },
     { check_name: 'dq_unmapped_statuses', issue_count: 1 },
   ],
 };
