@@ -205,6 +205,7 @@ export async function runJob(command: string, stages: readonly Stage[], ctx: Job
   const wh = await Warehouse.open(config.db, { memoryLimit: config.memoryLimit, logger });
   const ownsHttp = ctx.http === undefined;
   let http: HttpClient | undefined = ctx.http;
+  let committed = 0;
   try {
     await wh.migrate();
     const runLog = new RunLog(wh, ctx.secrets);
@@ -271,11 +272,13 @@ export async function runJob(command: string, stages: readonly Stage[], ctx: Job
       throwIfAborted(ctx.signal);
       if (stages.includes('transform')) {
         failpoint('transform.before');
-        result.transform = await stage('transform', (p) => runTransform(wh, { logger, progress: p }));
+        result.transform = await stage('transform', (p) =>
+          wh.interruptible(ctx.signal, () => runTransform(wh, { logger, progress: p, ...(config.siteNames !== undefined ? { siteNames: config.siteNames } : {}) })),
+        );
       }
       throwIfAborted(ctx.signal);
       if (stages.includes('export')) {
-        result.export = await stage('export', (p) => exportParquet({ wh, exportDir: config.exportDir, runId, logger, progress: p }));
+        result.export = await stage('export', (p) => wh.interruptible(ctx.signal, () => exportParquet({ wh, exportDir: config.exportDir, runId, logger, progress: p })));
       }
       // Recorded as succeeded before the copy, so that the copy says so; when the checkpoint
       // or the copy fails, the catch below records the run as failed after all.
@@ -302,22 +305,41 @@ export async function runJob(command: string, stages: readonly Stage[], ctx: Job
       return result;
     } catch (err) {
       result.durationMs = Date.now() - started;
-      const status = err instanceof InterruptedError || ctx.signal?.aborted ? 'interrupted' : 'failed';
-      const line = err instanceof EtlError ? err.message : 'unexpected error';
+      // After a signal, whatever failed (an interrupted statement, an aborted request) failed
+      // because of it: the run is interrupted, and the CLI says so (exit 130 / 143).
+      const failure = interruption(err, ctx.signal);
+      const status = failure instanceof InterruptedError ? 'interrupted' : 'failed';
+      const line = failure instanceof EtlError ? failure.message : 'unexpected error';
       try {
-        await runLog.finish(runId, status, counts(result), summary(result), line, stagesWithCounts());
+        // An extract that stopped early returned no result: count what its batches committed.
+        if (result.extract === undefined && stages.includes('extract')) committed = await committedEvents(wh, runId);
+        if (result.extract === undefined && result.stages.extract) result.stages.extract['events'] = committed;
+        await runLog.finish(runId, status, { ...counts(result), eventsLoaded: result.extract?.eventsLoaded ?? committed }, summary(result), line, stagesWithCounts());
       } catch {
         // The warehouse itself may be what failed; the CLI still reports the original error.
       }
       stagesWithCounts();
       result.summary = await buildSummary(wh, result, status, ctx.secrets ? ctx.secrets.scrub(line) : line);
       progress.summary(result.summary);
-      throw err;
+      throw failure;
     }
   } finally {
     if (ownsHttp && http) await http.close();
     await wh.close();
   }
+}
+
+/** `err`, or the signal's {@link InterruptedError} (with `err` as its cause) once the signal fired. */
+function interruption(err: unknown, signal: AbortSignal | undefined): unknown {
+  if (err instanceof InterruptedError || !signal?.aborted) return err;
+  const reason: unknown = signal.reason;
+  return new InterruptedError(reason instanceof InterruptedError ? reason.signal : 'SIGTERM', { cause: err });
+}
+
+/** Events of `raw.events` the run committed (its batches commit one by one). */
+async function committedEvents(wh: Warehouse, runId: string): Promise<number> {
+  const row = await wh.one<{ n: bigint | number }>('select count(*) as n from raw.events where run_id = ?', [runId]);
+  return Number(row?.n ?? 0);
 }
 
 function throwIfAborted(signal: AbortSignal | undefined): void {
