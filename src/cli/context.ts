@@ -19,6 +19,7 @@ import {
   type OptionSpec,
 } from '../config/config.js';
 import { ConfigError } from '../errors.js';
+import { pino } from 'pino';
 import { createLogger, type Logger } from '../log/logger.js';
 import type { SecretRegistry } from '../log/secrets.js';
 import { KNOWN_KEYS, KNOWN_VARIABLES } from './options.js';
@@ -96,10 +97,13 @@ export function prepare(
   }
   ctx.secrets.addSecret(config.clientSecret);
   const level = config.verbose && config.logLevel === 'info' ? 'debug' : config.logLevel;
+  // `status --json` keeps stdout for its document: its log lines (e.g. the unknown-variables
+  // warning) go to stderr (docs/contracts.md "status --json").
+  const out = command === 'status' && config.json ? ctx.stderr : ctx.stdout;
   const logger = createLogger({
     level,
     secrets: ctx.secrets,
-    ...(ctx.stdout !== process.stdout ? { destination: ctx.stdout } : {}),
+    ...(out !== process.stdout ? { destination: out === process.stderr ? pino.destination({ dest: 2, sync: true }) : out } : {}),
   });
   ctx.logger = logger;
   warnUnknownVariables(logger, unknown);

@@ -1,51 +1,88 @@
 /**
- * Plain-text rendering of {@link WarehouseStatus} for people.
+ * Plain-text rendering of {@link WarehouseStatus} for people (`recruit-etl status`); machines
+ * read `status --json` (docs/contracts.md "status --json").
  *
  * @module
  */
-import type { WarehouseStatus } from '../warehouse/readStatus.js';
+import { formatAge } from '../log/progress.js';
+import type { RunStages, WarehouseStatus } from '../warehouse/readStatus.js';
 
 function table(headers: string[], rows: (string | number | null)[][]): string {
-  const cells = [headers, ...rows.map((r) => r.map((c) => (c === null ? '-' : String(c))))];
+  const cells = [headers, ...rows.map((r) => r.map((c) => (c === null ? '-' : typeof c === 'number' ? c.toLocaleString('en-US') : String(c))))];
   const widths = headers.map((_, i) => Math.max(...cells.map((r) => (r[i] ?? '').length)));
   return cells.map((r) => r.map((c, i) => (c ?? '').padEnd(widths[i] ?? 0)).join('  ').trimEnd()).join('\n');
 }
 
-function age(seconds: number | null): string {
-  if (seconds === null) return 'never';
-  if (seconds < 120) return `${seconds}s`;
-  if (seconds < 7200) return `${Math.round(seconds / 60)}m`;
-  if (seconds < 172800) return `${Math.round(seconds / 3600)}h`;
-  return `${Math.round(seconds / 86400)}d`;
+function duration(seconds: number | null): string | null {
+  if (seconds === null) return null;
+  if (seconds < 60) return `${seconds.toFixed(1)}s`;
+  if (seconds < 3600) return `${Math.floor(seconds / 60)}m${String(Math.round(seconds % 60)).padStart(2, '0')}s`;
+  return `${Math.floor(seconds / 3600)}h${String(Math.round((seconds % 3600) / 60)).padStart(2, '0')}m`;
 }
 
-/** Render the status as text sections: streams, runs, rows, funnel. */
+/** `extract 3.0s, transform 1.0s, …` from a run's stages. */
+function stageTimes(stages: RunStages | null): string | null {
+  if (!stages) return null;
+  const parts = Object.entries(stages).map(([name, st]) => `${name} ${duration(st.durationMs / 1000)}${st.failed ? '!' : ''}`);
+  return parts.length ? parts.join(', ') : null;
+}
+
+/** Render the status as text sections: freshness, streams, runs, data quality, rows, funnel. */
 export function formatStatus(s: WarehouseStatus): string {
-  const out: string[] = [`warehouse: ${s.path}`, ...(s.note ? [`note: ${s.note}`] : []), ''];
-  out.push('streams');
+  const out: string[] = [`warehouse: ${s.path}${s.source === 'published copy' ? ' (published copy)' : ''}`, ...(s.note ? [`note: ${s.note}`] : []), ''];
+  const f = s.freshness;
+  const when = (r: { finishedAt: string; ageSeconds: number; command: string; runId: string } | null): string =>
+    r ? `${r.finishedAt} (${formatAge(r.ageSeconds)} ago, ${r.command} ${r.runId})` : 'never';
+  out.push('freshness');
+  out.push(
+    table(
+      ['', ''],
+      [
+        ['last successful run', when(f.lastSuccessfulRun)],
+        ['last successful extract', when(f.lastSuccessfulExtract)],
+        ['newest event published', f.newestEventPublishedAt ?? 'none'],
+        ['cursor age', f.cursorAgeSeconds === null ? 'never polled' : formatAge(f.cursorAgeSeconds)],
+      ],
+    )
+      .split('\n')
+      .slice(1)
+      .map((l) => `  ${l}`)
+      .join('\n'),
+  );
+  out.push('', 'streams');
   out.push(
     s.streams.length === 0
       ? '  (none yet: run `recruit-etl extract`)'
       : table(
-          ['stream', 'status', 'env', 'events', 'quarantined', 'more', 'cursor age', 'filter'],
-          s.streams.map((t) => [t.streamId, t.status, t.environment, t.events, t.quarantined, t.hasNextPage === null ? null : String(t.hasNextPage), age(t.cursorAgeSeconds), t.name]),
+          ['stream', 'status', 'env', 'events', 'quarantined', 'cursor', 'cursor age', 'filter'],
+          s.streams.map((t) => [t.streamId, t.status, t.environment, t.events, t.quarantined, t.cursorState, formatAge(t.cursorAgeSeconds), t.name]),
         ),
   );
-  out.push('', 'last runs');
+  out.push('', 'last runs (stage times; ! = the stage that failed)');
   out.push(
     s.runs.length === 0
       ? '  (none)'
       : table(
-          ['run', 'command', 'status', 'started', 'events', 'error'],
-          s.runs.map((r) => [r.runId, r.command, r.status, r.startedAt, r.eventsLoaded, r.error]),
+          ['run', 'command', 'status', 'started', 'took', 'events', 'pages', 'models', 'files', 'stages', 'error'],
+          s.runs.map((r) => [r.runId, r.command, r.status, r.startedAt, duration(r.durationSeconds), r.eventsLoaded, r.pagesFetched, r.modelsBuilt, r.filesExported, stageTimes(r.stages), r.error]),
         ),
+  );
+  out.push('', 'data quality (dq_summary as last built; details in the dq_* model of each check)');
+  out.push(
+    s.dataQuality === null
+      ? '  (no models yet: run `recruit-etl transform`)'
+      : table(['check', 'issues'], Object.entries(s.dataQuality).map(([k, v]) => [k, v])),
   );
   out.push('', 'rows');
   out.push(table(['table', 'rows'], Object.entries(s.rows).map(([k, v]) => [k, v])));
   if (s.funnel && s.funnel.length > 0) {
-    out.push('', 'funnel per trial (patients ever reaching each stage)');
-    const keys = Object.keys(s.funnel[0]!);
-    out.push(table(keys, s.funnel.map((f) => keys.map((k) => (f[k] ?? null) as string | number | null))));
+    out.push('', 'funnel per trial (mart_recruitment_funnel: referred patients ever reaching each stage; orphans are in dq_orphan_events)');
+    out.push(
+      table(
+        ['trial', 'referrals', 'pre_screening', 'visit_scheduled', 'screening', 'enrolled'],
+        s.funnel.map((r) => [r.trial, r.referrals, r.pre_screening, r.visit_scheduled, r.screening, r.enrolled]),
+      ),
+    );
   }
   return `${out.join('\n')}\n`;
 }

@@ -349,8 +349,11 @@ function throwIfAborted(signal: AbortSignal | undefined): void {
 }
 
 /**
- * Read the warehouse state for `status` (read-only; fails with exit 5 while a run holds the file).
- * @throws {LockError} {@link WarehouseError}
+ * Read the warehouse state for `status` (read-only). While a run holds the live file, the
+ * copy published by the last successful run is read instead, and the status says so
+ * (`source: "published copy"`, `note`; docs/contracts.md "status --json").
+ * @throws {LockError} a run holds the file and no copy was published yet (exit 5)
+ * @throws {WarehouseError} the file cannot be read (exit 7)
  */
 export async function statusJob(config: Config): Promise<WarehouseStatus> {
   let wh: Warehouse;
@@ -366,7 +369,10 @@ export async function statusJob(config: Config): Promise<WarehouseStatus> {
   }
   try {
     const status = await readStatus(wh);
-    if (note) status.note = note;
+    if (note) {
+      status.source = 'published copy';
+      status.note = note;
+    }
     return status;
   } finally {
     await wh.close();

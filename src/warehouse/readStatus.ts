@@ -1,89 +1,179 @@
 /**
- * What `recruit-etl status` shows: streams with their cursor age, the last runs, row counts.
+ * What `recruit-etl status` shows: freshness, streams with their cursors, the last runs with
+ * their durations and counts, data-quality counts, row counts and the funnel per trial.
+ * `status --json` prints {@link WarehouseStatus} as is: a stable interface
+ * (docs/contracts.md "status --json"); fields are added, never renamed or removed, without
+ * a new {@link STATUS_VERSION}.
  *
  * @module
  */
 import type { Warehouse } from './Warehouse.js';
 
+/** Version of the `status --json` document (docs/contracts.md "status --json"). */
+export const STATUS_VERSION = 1;
+
 /** One stream line of the status. */
 export interface StreamStatus {
   streamId: string;
   name: string;
+  /** `active` or `retired`. */
   status: string;
   environment: string;
+  /** Rows on the stream (its last stream position). */
   events: number;
   /** Events of the stream stored in their quarantined form (`docs/ingest.md` "Quarantine"). */
   quarantined: number;
+  /** The server's `hasNextPage` on the last page stored (null: never polled). */
   hasNextPage: boolean | null;
+  /**
+   * `caught up`: the last page stored said there was no next page; `behind`: it said there
+   * was (a run stopped before the end); `never polled`.
+   */
+  cursorState: 'caught up' | 'behind' | 'never polled';
   /** Seconds since the cursor was last stored (null: never polled). */
   cursorAgeSeconds: number | null;
   lastPolledAt: string | null;
 }
 
+/** Per stage that started: wall time in ms, `failed`, and its counts (`etl.runs.stages`). */
+export type RunStages = Record<string, { durationMs: number; failed?: boolean; [count: string]: unknown }>;
+
 /** One run line of the status. */
 export interface RunStatusLine {
   runId: string;
   command: string;
+  /** `running`, `succeeded`, `failed`, `interrupted` or `abandoned`. */
   status: string;
   startedAt: string;
   finishedAt: string | null;
+  /** Wall time of the run in seconds (null while running or abandoned). */
+  durationSeconds: number | null;
   eventsLoaded: number;
+  pagesFetched: number;
+  sitesLoaded: number;
+  modelsBuilt: number;
+  filesExported: number;
+  /** Per-stage durations and counts (null for runs recorded before they were kept). */
+  stages: RunStages | null;
   error: string | null;
 }
 
-/** The whole status. */
-export interface WarehouseStatus {
-  path: string;
-  /** Why the status shows something other than the live file, if it does. */
-  note?: string;
-  streams: StreamStatus[];
-  runs: RunStatusLine[];
-  rows: Record<string, number>;
-  /** Per trial: patients and how many ever reached each funnel stage (when the models exist). */
-  funnel?: Record<string, string | number | null>[];
+/** How fresh the warehouse is. Timestamps are ISO 8601 UTC; ages in seconds. */
+export interface Freshness {
+  /** The last run that succeeded (any pipeline command). */
+  lastSuccessfulRun: { runId: string; command: string; finishedAt: string; ageSeconds: number } | null;
+  /** The last succeeded `run` or `extract`: when the warehouse last caught up with the upstream. */
+  lastSuccessfulExtract: { runId: string; command: string; finishedAt: string; ageSeconds: number } | null;
+  /** The newest `publishedTime` among the stored events (informational: the upstream's clock). */
+  newestEventPublishedAt: string | null;
+  /** Seconds since an active stream's cursor was last stored (the oldest of them). */
+  cursorAgeSeconds: number | null;
 }
 
-/**
- * The funnel per trial from `fct_patient_funnel`: patient count, then one column per
- * boolean `reached_<stage>` column the model has, in the model's column order.
- */
-async function readFunnel(wh: Warehouse): Promise<Record<string, string | number | null>[] | undefined> {
-  if (!(await tableExists(wh, 'main', 'fct_patient_funnel'))) return undefined;
-  const cols = await wh.all<{ column_name: string }>(
-    `select column_name from information_schema.columns
-     where table_schema = 'main' and table_name = 'fct_patient_funnel' and data_type = 'BOOLEAN'
-       and column_name like 'reached\_%' escape '\\' order by ordinal_position`,
-  );
-  const sums = cols.map((c) => `count(*) filter (where "${c.column_name}")::integer as "${c.column_name.replace(/^reached_/, '')}"`);
-  const rows = await wh.all<Record<string, string | number | null>>(
-    `select trial_id as trial, count(*)::integer as patients${sums.length ? `, ${sums.join(', ')}` : ''}
-     from main.fct_patient_funnel group by trial_id order by trial_id`,
-  );
-  return rows;
+/** One trial of the funnel: counts summed from `mart_recruitment_funnel` (docs/models.md). */
+export interface FunnelRow {
+  trial: string;
+  referrals: number;
+  pre_screening: number;
+  visit_scheduled: number;
+  screening: number;
+  enrolled: number;
+}
+
+/** The whole status (`status --json`). */
+export interface WarehouseStatus {
+  /** {@link STATUS_VERSION}. */
+  version: number;
+  /** The file read. */
+  path: string;
+  /** `live`: the warehouse itself; `published copy`: the read-only copy, while a run holds the live file. */
+  source: 'live' | 'published copy';
+  /** Why the status shows something other than the live file, if it does. */
+  note?: string;
+  freshness: Freshness;
+  streams: StreamStatus[];
+  runs: RunStatusLine[];
+  /** `dq_summary` as last built: issue count per check (null: no models yet). */
+  dataQuality: Record<string, number> | null;
+  rows: Record<string, number>;
+  /**
+   * Per trial, patients with a created event and how many ever reached each stage: the sums
+   * of `mart_recruitment_funnel` (absent until the models exist). Orphans (events of a
+   * patient with no created event) are not in it; `dataQuality.dq_orphan_events` counts them.
+   */
+  funnel?: FunnelRow[];
 }
 
 async function tableExists(wh: Warehouse, schema: string, table: string): Promise<boolean> {
+  const r = await wh.one<{ n: bigint }>('select count(*) as n from information_schema.tables where table_schema = ? and table_name = ?', [schema, table]);
+  return (r?.n ?? 0n) > 0n;
+}
+
+async function columnExists(wh: Warehouse, schema: string, table: string, column: string): Promise<boolean> {
   const r = await wh.one<{ n: bigint }>(
-    'select count(*) as n from information_schema.tables where table_schema = ? and table_name = ?',
-    [schema, table],
+    'select count(*) as n from information_schema.columns where table_schema = ? and table_name = ? and column_name = ?',
+    [schema, table, column],
   );
   return (r?.n ?? 0n) > 0n;
 }
 
+const ISO = "'%Y-%m-%dT%H:%M:%SZ'";
+
+/** The funnel per trial: the mart's own counts, summed over sites and weeks (additive by design). */
+async function readFunnel(wh: Warehouse): Promise<FunnelRow[] | undefined> {
+  if (!(await tableExists(wh, 'main', 'mart_recruitment_funnel'))) return undefined;
+  const rows = await wh.all<Record<string, string | bigint | number>>(
+    `select trial_id as trial, sum(referrals)::bigint as referrals, sum(reached_pre_screening)::bigint as pre_screening,
+            sum(reached_visit_scheduled)::bigint as visit_scheduled, sum(reached_screening)::bigint as screening,
+            sum(reached_enrolled)::bigint as enrolled
+     from main.mart_recruitment_funnel group by trial_id order by trial_id`,
+  );
+  return rows.map((r) => ({
+    trial: String(r['trial']),
+    referrals: Number(r['referrals']),
+    pre_screening: Number(r['pre_screening']),
+    visit_scheduled: Number(r['visit_scheduled']),
+    screening: Number(r['screening']),
+    enrolled: Number(r['enrolled']),
+  }));
+}
+
+async function lastSucceeded(wh: Warehouse, commands: readonly string[] | null): Promise<Freshness['lastSuccessfulRun']> {
+  const filter = commands ? `and command in (${commands.map((c) => `'${c}'`).join(', ')})` : '';
+  const r = await wh.one<{ run_id: string; command: string; finished_at: string; age: number }>(
+    `select run_id, command, strftime(finished_at, ${ISO}) as finished_at, epoch(now() - finished_at)::double as age
+     from etl.runs where status = 'succeeded' ${filter} order by finished_at desc limit 1`,
+  );
+  return r ? { runId: r.run_id, command: r.command, finishedAt: r.finished_at, ageSeconds: Math.max(0, Math.round(r.age)) } : null;
+}
+
 /**
- * Read the status (no writes).
+ * Read the status (no writes). Works on a warehouse of any age: parts whose tables or
+ * columns do not exist yet are empty or null.
+ *
  * @param runs how many recent runs to list (default 10)
  */
 export async function readStatus(wh: Warehouse, runs = 10): Promise<WarehouseStatus> {
-  const status: WarehouseStatus = { path: wh.path, streams: [], runs: [], rows: {} };
+  const status: WarehouseStatus = {
+    version: STATUS_VERSION,
+    path: wh.path,
+    source: 'live',
+    freshness: { lastSuccessfulRun: null, lastSuccessfulExtract: null, newestEventPublishedAt: null, cursorAgeSeconds: null },
+    streams: [],
+    runs: [],
+    dataQuality: null,
+    rows: {},
+  };
   if (!(await tableExists(wh, 'etl', 'streams'))) return status;
+  const quarantined = (await tableExists(wh, 'raw', 'quarantined_events'))
+    ? '(select count(*) from raw.quarantined_events q where q.stream_id = s.stream_id)'
+    : '0';
   const streams = await wh.all<{
     stream_id: string; name: string; status: string; environment: string; event_count: bigint;
     has_next_page: boolean | null; age: number | null; last_polled_at: string | null; quarantined: bigint | null;
   }>(
-    `select stream_id, name, status, environment, event_count, has_next_page,
-            ${(await tableExists(wh, 'raw', 'quarantined_events')) ? '(select count(*) from raw.quarantined_events q where q.stream_id = s.stream_id)' : '0'} as quarantined,
-            epoch(now() - last_polled_at)::double as age, strftime(last_polled_at, '%Y-%m-%dT%H:%M:%SZ') as last_polled_at
+    `select stream_id, name, status, environment, event_count, has_next_page, ${quarantined} as quarantined,
+            epoch(now() - last_polled_at)::double as age, strftime(last_polled_at, ${ISO}) as last_polled_at
      from etl.streams s order by status, created_at desc`,
   );
   status.streams = streams.map((s) => ({
@@ -94,14 +184,27 @@ export async function readStatus(wh: Warehouse, runs = 10): Promise<WarehouseSta
     events: Number(s.event_count),
     quarantined: Number(s.quarantined ?? 0),
     hasNextPage: s.has_next_page,
-    cursorAgeSeconds: s.age === null ? null : Math.round(s.age),
+    cursorState: s.last_polled_at === null ? 'never polled' : s.has_next_page ? 'behind' : 'caught up',
+    cursorAgeSeconds: s.age === null ? null : Math.max(0, Math.round(s.age)),
     lastPolledAt: s.last_polled_at,
   }));
+  const ages = status.streams.filter((s) => s.status === 'active' && s.cursorAgeSeconds !== null).map((s) => s.cursorAgeSeconds!);
+  status.freshness.cursorAgeSeconds = ages.length ? Math.max(...ages) : null;
+  status.freshness.lastSuccessfulRun = await lastSucceeded(wh, null);
+  status.freshness.lastSuccessfulExtract = await lastSucceeded(wh, ['run', 'extract']);
+  const newest = await wh.one<{ t: string | null }>(`select strftime(max(published_time), ${ISO}) as t from raw.events`);
+  status.freshness.newestEventPublishedAt = newest?.t ?? null;
+
+  const hasStages = await columnExists(wh, 'etl', 'runs', 'stages');
   const runRows = await wh.all<{
-    run_id: string; command: string; status: string; started_at: string; finished_at: string | null; events_loaded: bigint; error: string | null;
+    run_id: string; command: string; status: string; started_at: string; finished_at: string | null; duration: number | null;
+    events_loaded: bigint; pages_fetched: bigint; sites_loaded: bigint; models_built: bigint; files_exported: bigint;
+    stages: string | null; error: string | null;
   }>(
-    `select run_id, command, status, strftime(started_at, '%Y-%m-%dT%H:%M:%SZ') as started_at,
-            strftime(finished_at, '%Y-%m-%dT%H:%M:%SZ') as finished_at, events_loaded, error
+    `select run_id, command, status, strftime(started_at, ${ISO}) as started_at, strftime(finished_at, ${ISO}) as finished_at,
+            case when status <> 'abandoned' then epoch(finished_at - started_at)::double end as duration,
+            events_loaded, pages_fetched, sites_loaded, models_built, files_exported,
+            ${hasStages ? 'stages::varchar' : 'null'} as stages, error
      from etl.runs order by started_at desc limit ?`,
     [runs],
   );
@@ -111,9 +214,21 @@ export async function readStatus(wh: Warehouse, runs = 10): Promise<WarehouseSta
     status: r.status,
     startedAt: r.started_at,
     finishedAt: r.finished_at,
+    durationSeconds: r.duration === null ? null : Math.round(r.duration * 10) / 10,
     eventsLoaded: Number(r.events_loaded),
+    pagesFetched: Number(r.pages_fetched),
+    sitesLoaded: Number(r.sites_loaded),
+    modelsBuilt: Number(r.models_built),
+    filesExported: Number(r.files_exported),
+    stages: r.stages === null ? null : (JSON.parse(r.stages) as RunStages),
     error: r.error,
   }));
+
+  if (await tableExists(wh, 'main', 'dq_summary')) {
+    const dq = await wh.all<{ check_name: string; issue_count: bigint | number }>('select check_name, issue_count from main.dq_summary order by check_name');
+    status.dataQuality = Object.fromEntries(dq.map((d) => [d.check_name, Number(d.issue_count)]));
+  }
+
   const tables = await wh.all<{ table_schema: string; table_name: string }>(
     `select table_schema, table_name from information_schema.tables
      where table_schema in ('raw', 'main') and table_type = 'BASE TABLE' order by 1, 2`,
