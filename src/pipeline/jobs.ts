@@ -22,6 +22,7 @@ import { Warehouse } from '../warehouse/Warehouse.js';
 import { readStatus, type WarehouseStatus } from '../warehouse/readStatus.js';
 import { publishedCopyPath, publishReadOnlyCopy } from '../warehouse/publishCopy.js';
 import { failpoint } from '../failpoints.js';
+import { readerModes } from '../fs/readerFiles.js';
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 
@@ -192,7 +193,7 @@ export async function runJob(command: string, stages: readonly Stage[], ctx: Job
       }
       throwIfAborted(ctx.signal);
       if (stages.includes('export')) {
-        result.export = await wh.interruptible(ctx.signal, () => exportParquet({ wh, exportDir: config.exportDir, runId, logger }));
+        result.export = await wh.interruptible(ctx.signal, () => exportParquet({ wh, exportDir: config.exportDir, runId, logger, modes: readerModes(config.fileMode) }));
       }
       // Recorded as succeeded before the copy, so that the copy says so; when the checkpoint
       // or the copy fails, the catch below records the run as failed after all.
@@ -201,7 +202,7 @@ export async function runJob(command: string, stages: readonly Stage[], ctx: Job
       // The copy is refreshed when the warehouse's data changed. `export` alone only reads
       // (its etl.runs row reaches the copy with the next run); a copy costs more than an export.
       if (wh.path !== ':memory:' && stages.some((s) => s !== 'export')) {
-        result.publishedCopy = await publishReadOnlyCopy(wh, runId);
+        result.publishedCopy = await publishReadOnlyCopy(wh, runId, readerModes(config.fileMode));
       } else if (wh.path !== ':memory:') {
         await wh.checkpoint();
       }

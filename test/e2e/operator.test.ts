@@ -3,7 +3,7 @@
  * name the option and its variable (exit 2), stray variables that never fail a run.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { writeFileSync } from 'node:fs';
+import { lstatSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { spawn } from 'node:child_process';
 import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
@@ -144,6 +144,49 @@ describe('a busy port', () => {
       expect(demo.stderr).not.toContain('report it');
     } finally {
       holder.close();
+      tmp.cleanup();
+    }
+  });
+});
+
+describe('--file-mode', () => {
+  const mode = (p: string): string => `0${(statSync(p).mode & 0o777).toString(8)}`;
+
+  it('0640: files for readers 0640 and their folders 0750 whatever the umask; the live database stays 0600', async () => {
+    const api = await startSim({ seed: 6, patientsPerTrial: 5 });
+    const tmp = tempDir();
+    try {
+      const dataDir = join(tmp.dir, 'data');
+      const db = join(dataDir, 'w.duckdb');
+      const exportDir = join(tmp.dir, 'out', 'exports');
+      const r = await runCli(['run', '--file-mode', '0640'], envFor(api, db, { RECRUIT_ETL_EXPORT_DIR: exportDir, RECRUIT_ETL_LOG_LEVEL: 'warn' }));
+      expect(r.code, r.stderr).toBe(0);
+      expect(mode(db)).toBe('0600');
+      expect(mode(join(dataDir, 'w.readonly.duckdb'))).toBe('0640');
+      expect(mode(dataDir)).toBe('0750');
+      for (const d of [join(tmp.dir, 'out'), exportDir, join(exportDir, 'snapshots')]) expect(mode(d), d).toBe('0750');
+      const snapshots = readdirSync(join(exportDir, 'snapshots'));
+      expect(snapshots).toHaveLength(1);
+      const snap = join(exportDir, 'snapshots', snapshots[0]!);
+      expect(mode(snap)).toBe('0750');
+      const files = readdirSync(snap);
+      expect(files).toContain('manifest.json');
+      expect(files.filter((f) => f.endsWith('.parquet')).length).toBeGreaterThan(3);
+      for (const f of files) expect(mode(join(snap, f)), f).toBe('0640');
+      expect(lstatSync(join(exportDir, 'manifest.json')).isSymbolicLink()).toBe(true);
+
+      // Back to the default: new files owner-only again; folders are never narrowed.
+      const again = await runCli(['export'], envFor(api, db, { RECRUIT_ETL_EXPORT_DIR: exportDir, RECRUIT_ETL_LOG_LEVEL: 'warn' }));
+      expect(again.code, again.stderr).toBe(0);
+      expect(mode(join(exportDir, 'manifest.json'))).toBe('0600');
+      expect(mode(join(exportDir, 'current/'))).toBe('0700');
+      expect(mode(exportDir)).toBe('0750');
+
+      const bad = await runCli(['export', '--file-mode', '0666'], envFor(api, db, { RECRUIT_ETL_EXPORT_DIR: exportDir }));
+      expect(bad.code).toBe(2);
+      expect(bad.stderr).toContain('--file-mode (RECRUIT_ETL_FILE_MODE)');
+    } finally {
+      await api.close();
       tmp.cleanup();
     }
   });
