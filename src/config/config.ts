@@ -132,6 +132,12 @@ export const ConfigSchema = z.object({
     commands: PIPELINE,
     group: GENERAL,
   }),
+  /** The Prometheus text file rewritten after every pipeline command (src/metrics/metricsFile.ts). */
+  metricsFile: option(z.string().min(1).optional().describe("Prometheus text file rewritten after every command, success or failure (node_exporter's textfile collector)"), {
+    commands: PIPELINE,
+    group: GENERAL,
+    defaultHelp: 'none',
+  }),
   /** Read by src/failpoints.ts from the environment (crash tests only); declared so that the variable is known. */
   failpoint: option(z.string().optional().describe('tests only: <name>:<n> SIGKILLs the process (src/failpoints.ts)'), {
     commands: PIPELINE,

@@ -66,6 +66,8 @@ export interface JobContext {
   http?: HttpClient;
   /** The run's secret values (`docs/security.md`); the CLI passes its registry. */
   secrets?: SecretRegistry;
+  /** Told the counts recorded in `etl.runs` when the run ends, whatever its outcome (the CLI's metrics file). */
+  onRecorded?: (counts: RunCounts) => void;
 }
 
 /** What a job did: one entry per stage that ran. */
@@ -199,6 +201,7 @@ export async function runJob(command: string, stages: readonly Stage[], ctx: Job
       // or the copy fails, the catch below records the run as failed after all.
       result.durationMs = Date.now() - started;
       await runLog.finish(runId, 'succeeded', counts(result), summary(result));
+      ctx.onRecorded?.(counts(result));
       // The copy is refreshed when the warehouse's data changed. `export` alone only reads
       // (its etl.runs row reaches the copy with the next run); a copy costs more than an export.
       if (wh.path !== ':memory:' && stages.some((s) => s !== 'export')) {
@@ -226,7 +229,9 @@ export async function runJob(command: string, stages: readonly Stage[], ctx: Job
       try {
         // An extract that stopped early returned no result: count what its batches committed.
         if (result.extract === undefined && stages.includes('extract')) committed = await committedEvents(wh, runId);
-        await runLog.finish(runId, status, { ...counts(result), eventsLoaded: result.extract?.eventsLoaded ?? committed }, summary(result), line);
+        const recorded = { ...counts(result), eventsLoaded: result.extract?.eventsLoaded ?? committed };
+        ctx.onRecorded?.(recorded);
+        await runLog.finish(runId, status, recorded, summary(result), line);
       } catch {
         // The warehouse itself may be what failed; the CLI still reports the original error.
       }
