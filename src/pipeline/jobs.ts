@@ -191,7 +191,7 @@ export async function runJob(command: string, stages: readonly Stage[], ctx: Job
       throwIfAborted(ctx.signal);
       if (stages.includes('transform')) {
         failpoint('transform.before');
-        result.transform = await wh.interruptible(ctx.signal, () => runTransform(wh, { logger }));
+        result.transform = await wh.interruptible(ctx.signal, () => runTransform(wh, { logger, ...(config.siteNames !== undefined ? { siteNames: config.siteNames } : {}) }));
       }
       throwIfAborted(ctx.signal);
       if (stages.includes('export')) {
