@@ -23,6 +23,7 @@ import { Warehouse } from '../warehouse/Warehouse.js';
 import { readStatus, type WarehouseStatus } from '../warehouse/readStatus.js';
 import { publishedCopyPath, publishReadOnlyCopy } from '../warehouse/publishCopy.js';
 import { failpoint } from '../failpoints.js';
+import { readerModes } from '../fs/readerFiles.js';
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 
@@ -71,6 +72,8 @@ export interface JobContext {
    * `config.progressInterval` seconds. The CLI passes one with stderr as its terminal.
    */
   progress?: Progress;
+  /** Told the counts recorded in `etl.runs` when the run ends, whatever its outcome (the CLI's metrics file). */
+  onRecorded?: (counts: RunCounts) => void;
 }
 
 /** What a job did: one entry per stage that ran. */
@@ -278,16 +281,19 @@ export async function runJob(command: string, stages: readonly Stage[], ctx: Job
       }
       throwIfAborted(ctx.signal);
       if (stages.includes('export')) {
-        result.export = await stage('export', (p) => wh.interruptible(ctx.signal, () => exportParquet({ wh, exportDir: config.exportDir, runId, logger, progress: p })));
+        result.export = await stage('export', (p) =>
+          wh.interruptible(ctx.signal, () => exportParquet({ wh, exportDir: config.exportDir, runId, logger, progress: p, modes: readerModes(config.fileMode) })),
+        );
       }
       // Recorded as succeeded before the copy, so that the copy says so; when the checkpoint
       // or the copy fails, the catch below records the run as failed after all.
       result.durationMs = Date.now() - started;
       await runLog.finish(runId, 'succeeded', counts(result), summary(result), undefined, stagesWithCounts());
+      ctx.onRecorded?.(counts(result));
       // The copy is refreshed when the warehouse's data changed. `export` alone only reads
       // (its etl.runs row reaches the copy with the next run); a copy costs more than an export.
       if (wh.path !== ':memory:' && stages.some((s) => s !== 'export')) {
-        result.publishedCopy = await publishReadOnlyCopy(wh, runId);
+        result.publishedCopy = await publishReadOnlyCopy(wh, runId, readerModes(config.fileMode));
       } else if (wh.path !== ':memory:') {
         await wh.checkpoint();
       }
@@ -314,7 +320,9 @@ export async function runJob(command: string, stages: readonly Stage[], ctx: Job
         // An extract that stopped early returned no result: count what its batches committed.
         if (result.extract === undefined && stages.includes('extract')) committed = await committedEvents(wh, runId);
         if (result.extract === undefined && result.stages.extract) result.stages.extract['events'] = committed;
-        await runLog.finish(runId, status, { ...counts(result), eventsLoaded: result.extract?.eventsLoaded ?? committed }, summary(result), line, stagesWithCounts());
+        const recorded = { ...counts(result), eventsLoaded: result.extract?.eventsLoaded ?? committed };
+        ctx.onRecorded?.(recorded);
+        await runLog.finish(runId, status, recorded, summary(result), line, stagesWithCounts());
       } catch {
         // The warehouse itself may be what failed; the CLI still reports the original error.
       }

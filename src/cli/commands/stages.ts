@@ -66,7 +66,16 @@ export function stageCommands(ctx: CliContext): CommandModule[] {
       if (c.name === 'run' && !stages.includes('sites')) logger.info({}, 'sites skipped: no --microsite-id configured');
       // Live progress and the readable summary on stderr when it is a terminal (src/log/progress.ts).
       const progress = new Progress({ logger, intervalSeconds: config.progressInterval, terminal: ctx.stderr as Terminal });
-      await runJob(c.name, stages, { config, logger, signal: ctx.signal, secrets, progress });
+      await runJob(c.name, stages, {
+        config,
+        logger,
+        signal: ctx.signal,
+        secrets,
+        progress,
+        onRecorded: (counts) => {
+          if (ctx.metrics) ctx.metrics.eventsLoaded = counts.eventsLoaded ?? 0;
+        },
+      });
     },
   }));
 }
