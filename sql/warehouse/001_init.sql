@@ -22,7 +22,7 @@ create table if not exists raw.events (
     extracted_at     timestamptz not null
 );
 
--- One row per site per `sites` run (spec §2.3 fields in snake_case).
+-- One row per site per `sites` run (docs/upstream.md "Site list" fields in snake_case).
 create table if not exists raw.site_snapshots (
     run_id          varchar     not null,
     fetched_at      timestamptz not null,

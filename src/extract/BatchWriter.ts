@@ -117,7 +117,7 @@ export class BatchWriter {
   /**
    * Commit `pages` with the cursor after the last one.
    *
-   * @throws {PageContractError} an id sent again with another JSON value (spec §6.1): the pages
+   * @throws {PageContractError} an id sent again with another JSON value (docs/upstream.md "Stream properties"): the pages
    *   before its page are committed first, with their cursor
    * @throws {WarehouseError} DuckDB failed (exit 7)
    */
@@ -218,7 +218,7 @@ export class BatchWriter {
   /**
    * Compare each event whose id hash hit with the event of that id already stored (or earlier
    * in the batch): the same JSON value is a redelivery, skipped; another value breaks the
-   * stream's immutability (spec §6.1); no such id is a hash collision, written.
+   * stream's immutability (docs/upstream.md "Stream properties"); no such id is a hash collision, written.
    */
   private async resolveRepeats(pages: readonly FetchedPage[], hits: readonly number[], skip: Set<number>, distinct: Set<number>): Promise<void> {
     const at = locate(pages);
@@ -238,7 +238,7 @@ export class BatchWriter {
         } else if (sameJson(before, cols.envelope(k))) skip.add(index);
         else {
           throw new PageContractError(
-            `stream ${this.opts.streamId}, page ${page.pageNumber}: an event id was sent again with a different payload; the stream is immutable (spec §6.1)`,
+            `stream ${this.opts.streamId}, page ${page.pageNumber}: an event id was sent again with a different payload; the stream is immutable (docs/upstream.md "Stream properties")`,
             page.pageNumber,
             { hint: 'report it to the API provider; nothing of this page was committed, the pages before it are kept' },
           );

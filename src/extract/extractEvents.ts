@@ -6,7 +6,7 @@
  * batches by {@link BatchWriter}, each with the cursor after its last page (exactly once).
  * While a batch commits, the pages of the next one are fetched (never written before it has
  * committed). The first request is built from the filter only when the stream has no cursor
- * yet; after that the stored `nextPage` is used verbatim (spec §4.3 rules 4, 5, 7).
+ * yet; after that the stored `nextPage` is used verbatim (docs/upstream.md "Reading the stream" rules 4, 5, 7).
  *
  * @module
  */

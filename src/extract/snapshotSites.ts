@@ -1,6 +1,6 @@
 /**
  * The sites stage: snapshot the study-website site list of every configured trial into
- * `raw.site_snapshots`, one transaction for the whole snapshot (spec §4.2).
+ * `raw.site_snapshots`, one transaction for the whole snapshot (docs/upstream.md "Site list").
  *
  * @module
  */

@@ -1,17 +1,17 @@
 /**
  * The simulator's opaque page cursor (the `cursor` query parameter of `nextPage`). It
- * binds the filter and the keyset position: the id of the last event seen (spec §4.3
+ * binds the filter and the keyset position: the id of the last event seen (docs/upstream.md "Reading the stream"
  * rule 6), with its stream position as a hint that is always verified against the id.
- * Clients must treat it as opaque (spec §4.3 rule 7, §9.7).
+ * Clients must treat it as opaque (docs/upstream.md "Reading the stream" rule 7, "Versioning and open sets").
  *
  * @module
  */
 
 /** The decoded cursor. */
 export interface CursorState {
-  /** Requested event types (spec §4.3). */
+  /** Requested event types (docs/upstream.md "Reading the stream"). */
   eventTypes: string[];
-  /** Requested trial ids (spec §4.3). */
+  /** Requested trial ids (docs/upstream.md "Reading the stream"). */
   trialIds: string[];
   /** Stream position the next page starts after (0 = the beginning of the stream). */
   after: number;

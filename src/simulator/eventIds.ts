@@ -1,7 +1,7 @@
 /**
  * Event ids of the simulated stream. The id of the event at a stream index is a pure
  * function of (seed, index): UUID-shaped, opaque and not sortable by stream order
- * (spec §2.4: "id … Pagination is keyed on it"). Its first 32 bits are an invertible
+ * (docs/upstream.md "Event envelope": "id … Pagination is keyed on it"). Its first 32 bits are an invertible
  * permutation of the index, so an id can be mapped back to its position without any
  * lookup table (fast `startingAfter` and cursor checks, also for 10 million events).
  *

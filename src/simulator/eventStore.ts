@@ -11,9 +11,9 @@ const CHUNK_BYTES = 32 * 1024 * 1024;
 
 /** A compiled filter: membership masks over the store's type and trial registries. */
 export interface StreamFilter {
-  /** The requested event types, as sent (spec §4.3 `eventTypes`). */
+  /** The requested event types, as sent (docs/upstream.md "Reading the stream" `eventTypes`). */
   eventTypes: string[];
-  /** The requested trial ids, as sent (spec §4.3 `trialIds`). */
+  /** The requested trial ids, as sent (docs/upstream.md "Reading the stream" `trialIds`). */
   trialIds: string[];
   typeMask: Uint8Array;
   trialMask: Uint8Array;
@@ -217,7 +217,7 @@ export class EventStore {
   }
 
   /**
-   * Scans one page (spec §4.3 rules 1–4): up to `limit` matching events after stream
+   * Scans one page (docs/upstream.md "Reading the stream" rules 1–4): up to `limit` matching events after stream
    * position `after`, among the first `visible` events.
    *
    * `nextAfter` is the position of the last returned event when the page is full, else

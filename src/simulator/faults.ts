@@ -215,9 +215,9 @@ export interface FaultController {
   pending(): PendingFault[];
   /** Every firing so far, oldest first (bounded to the last 10,000). */
   fired(): FiredFault[];
-  /** Invalidates all tokens issued so far, now (spec §5.4: the next events request gets 401). */
+  /** Invalidates all tokens issued so far, now (docs/upstream.md "Tokens": the next events request gets 401). */
   revokeTokens(): void;
-  /** Sets the lifetime (seconds, `expires_in`) of tokens issued from now on (spec §2.2). */
+  /** Sets the lifetime (seconds, `expires_in`) of tokens issued from now on (docs/upstream.md "Tokens"). */
   setTokenLifetime(seconds: number): void;
 }
 

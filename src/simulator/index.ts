@@ -1,6 +1,6 @@
 /**
  * The simulator of the upstream API (`mock-api`): a local server faithful to
- * upstream-interface-spec.md, serving deterministic recruitment data with a ground truth
+ * the upstream API as docs/upstream.md describes it, serving deterministic recruitment data with a ground truth
  * for tests and runtime fault injection.
  *
  * ```ts
@@ -49,9 +49,9 @@ export {
 
 /** A running simulator. */
 export interface MockApi {
-  /** The spec's `{base_url}`, e.g. `http://127.0.0.1:41234` (no trailing slash). */
+  /** The API's `{base_url}` (docs/upstream.md), e.g. `http://127.0.0.1:41234` (no trailing slash). */
   baseUrl: string;
-  /** The spec's `{auth_url}`; the token endpoint is `${authUrl}/oauth/token` (same server). */
+  /** The API's `{auth_url}` (docs/upstream.md "Tokens"); the token endpoint is `${authUrl}/oauth/token` (same server). */
   authUrl: string;
   /** Resolved options (credentials, audience, microsite id, allowed origins, …). */
   options: ResolvedMockApiOptions;
@@ -134,18 +134,18 @@ class Truth implements GroundTruth {
 }
 
 /**
- * Generates the data set and starts the simulator (spec §4: `POST /oauth/token`,
+ * Generates the data set and starts the simulator (docs/upstream.md "Tokens", "Site list", "Reading the stream": `POST /oauth/token`,
  * `GET /microsites-api/v1/:micrositeId/sites/:trialId`, `GET /rpi/events`).
  *
- * Events endpoint details the spec leaves open (spec §4.3, §7, §8): `limit` defaults to
+ * Events endpoint details the interface leaves open (docs/upstream.md "Reading the stream", "Errors and limits"): `limit` defaults to
  * `defaultLimit`, is clamped to `maxLimit`, and must be a positive integer (else 400);
  * missing `eventTypes`/`trialIds`, an unknown `startingAfter` id or an invalid cursor give
  * 400 `{"error":"invalid_request"}`; unknown trial ids or types match nothing (200, empty);
  * `nextPage` is `${baseUrl}/rpi/events?cursor=<opaque>`, present on every page; the cursor
  * carries the filter and the id of the last event seen and stays valid forever.
- * Tokens: 401 for a missing, unknown, expired or revoked bearer token (spec §5.4).
+ * Tokens: 401 for a missing, unknown, expired or revoked bearer token (docs/upstream.md "Tokens").
  * Site list: an `Authorization` header → 400; missing or unlisted `Origin` → 403; unknown
- * study website or trial → 404 (spec §4.2, §5.6).
+ * study website or trial → 404 (docs/upstream.md "Site list").
  *
  * @throws ConfigError when an option is invalid
  * @returns the running simulator; call `close()` when done

@@ -1,7 +1,7 @@
 /**
  * Sites of the simulated trials: the event-side site ids (`site-…`, carried by events)
- * and the study-website site records (spec §2.3) served by the site list. The two id
- * namespaces differ (spec §1); `sponsorSiteId` is the shared key (docs/domain.md "Where the events come from").
+ * and the study-website site records (docs/upstream.md "Site list") served by the site list. The two id
+ * namespaces differ (docs/upstream.md "Services and identifiers"); `sponsorSiteId` is the shared key (docs/domain.md "Where the events come from").
  *
  * @module
  */

@@ -151,7 +151,7 @@ export function deriveTruth(events: readonly TruthEvent[]): { patients: TruthPat
   return { patients: out, contactAttempts: caOrder };
 }
 
-/** The filter of {@link expectedEvents}: the query parameters of spec §4.3. */
+/** The filter of {@link expectedEvents}: the query parameters of docs/upstream.md "Reading the stream". */
 export interface ExpectedEventsFilter {
   trialIds: readonly string[];
   eventTypes: readonly string[];
@@ -159,9 +159,9 @@ export interface ExpectedEventsFilter {
 
 /**
  * The visible events a query with this filter returns, in stream order: what an extractor
- * must store, exactly once, at positions 1..n (spec §4.3 rule 1; docs/contracts.md guarantee 1).
- * An envelope typed under `name` matches on that name (spec §2.4); types not requested
- * are never returned (spec §9.1).
+ * must store, exactly once, at positions 1..n (docs/upstream.md "Reading the stream" rule 1; docs/contracts.md guarantee 1).
+ * An envelope typed under `name` matches on that name (docs/upstream.md "Event envelope"); types not requested
+ * are never returned (docs/upstream.md "Versioning and open sets").
  */
 export function expectedEvents(truth: GroundTruth, filter: ExpectedEventsFilter): TruthEvent[] {
   const types = new Set(filter.eventTypes);

@@ -4,9 +4,9 @@
  * @module
  */
 
-/** A site record of the study-website site list (spec §2.3), exactly as served. */
+/** A site record of the study-website site list (docs/upstream.md "Site list"), exactly as served. */
 export interface SiteRecord {
-  /** Study-website site id: a namespace of its own, never equal to an event `siteId` (spec §1). */
+  /** Study-website site id: a namespace of its own, never equal to an event `siteId` (docs/upstream.md "Services and identifiers"). */
   siteId: string;
   displayName: string;
   siteName: string;
@@ -14,7 +14,7 @@ export interface SiteRecord {
   sponsorSiteId: string;
   street: string;
   address1: string;
-  /** Null for some sites (spec §2.3 "Can be null"). */
+  /** Null for some sites (docs/upstream.md "Site list": may be null). */
   address2: string | null;
   city: string;
   state: string;
@@ -31,7 +31,7 @@ export interface SiteRecord {
 export interface TruthEvent {
   /** Envelope `id`. */
   id: string;
-  /** The type as sent, under `eventType` or `name` (spec §2.4). */
+  /** The type as sent, under `eventType` or `name` (docs/upstream.md "Event envelope"). */
   eventType: string;
   /** Which envelope key carries the type. */
   typeKey: 'eventType' | 'name';

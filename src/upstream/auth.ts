@@ -1,5 +1,5 @@
 /**
- * OAuth 2.0 client-credentials token cache (spec §2.1, §2.2, §4.1, §5; docs/contracts.md
+ * OAuth 2.0 client-credentials token cache (docs/upstream.md "Tokens"; docs/contracts.md
  * guarantees 5 and 6): one token per lifetime, refreshed shortly before it expires and once
  * after a 401, one request in flight however many callers wait.
  *
@@ -16,9 +16,9 @@ import { SecretRegistry } from '../log/secrets.js';
 import { redactUrl, type HttpClient, type HttpResponse } from './http.js';
 import { parseJsonBody } from './json.js';
 
-/** The client credentials of one environment (spec §2.1, §5.5). */
+/** The client credentials of one environment (docs/upstream.md "Tokens", "Services and identifiers"). */
 export interface ClientCredentials {
-  /** The spec's `{auth_url}`; the token is requested from `{authUrl}/oauth/token`. */
+  /** The API's `{auth_url}` (docs/upstream.md "Tokens"); the token is requested from `{authUrl}/oauth/token`. */
   authUrl: string;
   /** `client_id`. */
   clientId: string;
@@ -54,7 +54,7 @@ export function accessTokenProblem(token: string): string | undefined {
 }
 
 /**
- * Token response (spec §2.2), open set: unknown keys are kept and ignored.
+ * Token response (docs/upstream.md "Tokens"), open set: unknown keys are kept and ignored.
  * `expires_in` must be a positive finite number of seconds: a missing, zero, negative or
  * non-numeric lifetime is a contract break (exit 6), not a guessed default, because the
  * refresh schedule depends on it (docs/security.md "Token responses").

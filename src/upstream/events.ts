@@ -1,9 +1,9 @@
 /**
- * The reporting event stream (spec §4.3, §6, §9; docs/contracts.md guarantees 4 and 5): one page at
+ * The reporting event stream (docs/upstream.md "Reading the stream", "Event types and messages", "Versioning and open sets"; docs/contracts.md guarantees 4 and 5): one page at
  * a time with {@link EventsClient.fetchPage}, a whole stream with {@link pageStream}.
  *
  * The client builds only the first URL of a stream; every later URL is a `nextPage` taken
- * verbatim (spec §4.3 rule 7). The bearer token goes only to the origin of `--base-url`.
+ * verbatim (docs/upstream.md "Reading the stream" rule 7). The bearer token goes only to the origin of `--base-url`.
  *
  * A page is read once, by {@link readEventsPage}: what is checked is what is stored.
  *
@@ -17,7 +17,7 @@ import { redactUrl, type HttpClient, type HttpResponse } from './http.js';
 import { parseJsonBody } from './json.js';
 import { type PageContent, readEventsPage } from './page.js';
 
-/** The query of a stream (spec §4.3): every trial id × every event type. */
+/** The query of a stream (docs/upstream.md "Reading the stream"): every trial id × every event type. */
 export interface EventFilter {
   /** Trial ids, one `trialIds` parameter each; at least one. */
   trialIds: readonly string[];
@@ -57,16 +57,16 @@ export function joinBasePath(base: URL, path: string): string {
 
 /**
  * Builds ONLY the first request URL of a stream:
- * `{base_url}/rpi/events?eventTypes=..&eventTypes=..&trialIds=..&limit=..` (spec §4.3), every
+ * `{base_url}/rpi/events?eventTypes=..&eventTypes=..&trialIds=..&limit=..` (docs/upstream.md "Reading the stream"), every
  * value percent-encoded with `encodeURIComponent`. Every later URL is a `nextPage` taken
- * verbatim (spec §4.3 rule 7).
+ * verbatim (docs/upstream.md "Reading the stream" rule 7).
  *
  * @throws {ConfigError} (exit 2) for a bad base URL, an empty list or a bad limit
  */
 export function firstPageUrl(baseUrl: string, filter: EventFilter): string {
   const base = parseBaseUrl(baseUrl);
-  if (filter.eventTypes.length === 0) throw new ConfigError('at least one event type is required (spec §4.3)');
-  if (filter.trialIds.length === 0) throw new ConfigError('at least one trial id is required (spec §4.3)');
+  if (filter.eventTypes.length === 0) throw new ConfigError('at least one event type is required (docs/upstream.md "Reading the stream")');
+  if (filter.trialIds.length === 0) throw new ConfigError('at least one trial id is required (docs/upstream.md "Reading the stream")');
   if (filter.limit !== undefined && !(Number.isSafeInteger(filter.limit) && filter.limit > 0)) {
     throw new ConfigError('--page-size must be a positive integer');
   }
@@ -107,7 +107,7 @@ export function cursorProblem(url: string, origin: string): string | undefined {
   return undefined;
 }
 
-/** Reads pages of the event stream (spec §4.3). */
+/** Reads pages of the event stream (docs/upstream.md "Reading the stream"). */
 export class EventsClient {
   /** The origin (scheme, host, port) of `--base-url`: the only one that receives the token. */
   readonly origin: string;
@@ -116,7 +116,7 @@ export class EventsClient {
   private readonly log: Logger;
 
   /**
-   * @param opts.baseUrl the spec's `{base_url}`
+   * @param opts.baseUrl the API's `{base_url}` (docs/upstream.md)
    * @throws {ConfigError} for an invalid base URL
    */
   constructor(opts: { baseUrl: string; http: HttpClient; tokens: TokenProvider; logger?: Logger }) {
@@ -131,7 +131,7 @@ export class EventsClient {
    *
    * The URL is checked BEFORE anything is sent: it must have exactly the origin of the base
    * URL and no user info. Headers: `Authorization: Bearer`, `Content-Type: application/json`
-   * (spec §4.3). An unreadable body (not JSON, truncated, invalid UTF-8, reset mid-body) is
+   * (docs/upstream.md "Reading the stream"). An unreadable body (not JSON, truncated, invalid UTF-8, reset mid-body) is
    * fetched again whole from the same URL within the HTTP retry budget.
    *
    * @param url a first-page URL or a `nextPage`, sent verbatim
@@ -239,7 +239,7 @@ function annotate(err: unknown, label: string, pageNo: number): unknown {
 }
 
 /**
- * Follows `nextPage` from `startUrl` until `hasNextPage` is false (spec §4.3 rule 3),
+ * Follows `nextPage` from `startUrl` until `hasNextPage` is false (docs/upstream.md "Reading the stream" rule 3),
  * yielding each page in order. The last page's `nextPage` is the cursor to store (rule 4).
  *
  * Cursor safety, checked on every page BEFORE it is yielded (so nothing of it is committed):

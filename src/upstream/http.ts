@@ -234,7 +234,7 @@ interface AttemptFailure {
 
 /**
  * The upstream HTTP client: GET and POST with the retry policy of {@link HttpPolicy}.
- * It never adds an `Authorization` header on its own (spec §4.2, §5.6): callers pass every
+ * It never adds an `Authorization` header on its own (docs/upstream.md "Site list"): callers pass every
  * header they want.
  */
 export class HttpClient {

@@ -1,5 +1,5 @@
 /**
- * The one reading of an events page (spec §2.4, §2.6, §9): what the job checks and what it
+ * The one reading of an events page (docs/upstream.md "Event envelope", "Reading the stream", "Versioning and open sets"): what the job checks and what it
  * stores come from this module. The rules are those of `docs/ingest.md` "How a page is read":
  *
  * 1. The body must be JSON (RFC 8259): `JSON.parse` is the grammar check and nothing more;
@@ -9,7 +9,7 @@
  *    `pagination` at the top, `nextPage`, `hasNextPage` in `pagination`, `id`, `eventType`,
  *    `name`, `publishedTime`, `message` in an event) given twice in one object breaks the
  *    contract (exit 6), because JSON readers disagree on which one counts. Other members are
- *    an open set (spec §9.4), kept as sent.
+ *    an open set (docs/upstream.md "Versioning and open sets"), kept as sent.
  * 3. Each event is stored as the exact text the scanner sliced from the body, so the stored
  *    envelope's `id` is the `id` checked here.
  *
@@ -54,7 +54,7 @@ export class PageEvents {
     return stringValue(this.body, this.at[i * SLOTS + 2]!, this.at[i * SLOTS + 3]!);
   }
 
-  /** `eventType`, else `name` (spec §2.4), unescaped; null when neither is a string. */
+  /** `eventType`, else `name` (docs/upstream.md "Event envelope"), unescaped; null when neither is a string. */
   type(i: number): string | null {
     const a = this.at[i * SLOTS + 4]!;
     return a < 0 ? null : stringValue(this.body, a, this.at[i * SLOTS + 5]!);
@@ -81,7 +81,7 @@ export class PageEvents {
 /** What {@link readEventsPage} found in a body. */
 export interface PageContent {
   events: PageEvents;
-  /** `pagination.nextPage`, unescaped: the cursor to store byte for byte (spec §4.3 rule 4). */
+  /** `pagination.nextPage`, unescaped: the cursor to store byte for byte (docs/upstream.md "Reading the stream" rule 4). */
   nextPage: string;
   /** `pagination.hasNextPage`. */
   hasNextPage: boolean;
@@ -317,7 +317,7 @@ function isNull(s: string, a: number, b: number): boolean {
 }
 
 /**
- * Read an events response body (spec §2.6) that `JSON.parse` has accepted.
+ * Read an events response body (docs/upstream.md "Reading the stream") that `JSON.parse` has accepted.
  *
  * @param body the whole body, decoded strictly as UTF-8
  * @returns the events as columns of texts as sent, and the pagination

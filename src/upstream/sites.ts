@@ -1,5 +1,5 @@
 /**
- * The study-website site list (spec §2.3, §4.2, §5.6): a public endpoint authorised by the
+ * The study-website site list (docs/upstream.md "Site list"): a public endpoint authorised by the
  * request `Origin`. It never receives an `Authorization` header (docs/contracts.md guarantee 5).
  *
  * @module
@@ -12,9 +12,9 @@ import { redactUrl, type HttpClient, type HttpResponse } from './http.js';
 import { parseJsonBody } from './json.js';
 
 /**
- * One site as sent (spec §2.3), unknown keys kept. Only `siteId` is required; the other
+ * One site as sent (docs/upstream.md "Site list"), unknown keys kept. Only `siteId` is required; the other
  * spec fields are checked for type when present and may be null (the warehouse keeps NULL).
- * `siteId` belongs to the study-website namespace: never equal to an event `siteId` (spec §1).
+ * `siteId` belongs to the study-website namespace: never equal to an event `siteId` (docs/upstream.md "Services and identifiers").
  */
 export interface SiteRecord {
   siteId: string;
@@ -91,7 +91,7 @@ export function isWellFormedDeep(value: unknown): boolean {
  *   any depth) that is not well-formed Unicode (docs/security.md)
  */
 export function validateSites(body: unknown, where = 'site list'): SiteRecord[] {
-  if (!Array.isArray(body)) throw new UpstreamContractError(`${where}: the response is not a JSON array (spec §4.2)`);
+  if (!Array.isArray(body)) throw new UpstreamContractError(`${where}: the response is not a JSON array (docs/upstream.md "Site list")`);
   for (let i = 0; i < body.length; i++) {
     const r = SiteShape.safeParse(body[i]);
     if (!r.success) {
@@ -125,7 +125,7 @@ export function pathSegment(id: string, option: string): string {
   return encodeURIComponent(id);
 }
 
-/** Reads the site list of a study website and trial (spec §4.2). */
+/** Reads the site list of a study website and trial (docs/upstream.md "Site list"). */
 export class SitesClient {
   private readonly base: URL;
   private readonly origin: string;
@@ -133,7 +133,7 @@ export class SitesClient {
   private readonly log: Logger;
 
   /**
-   * @param opts.baseUrl the spec's `{base_url}`
+   * @param opts.baseUrl the API's `{base_url}` (docs/upstream.md)
    * @param opts.origin the `Origin` header value the site list is authorised for (`--origin`)
    * @throws {ConfigError} for an invalid base URL or an empty origin
    */
@@ -179,7 +179,7 @@ export class SitesClient {
     }
     if (res.status === 404) {
       throw new ConfigError(`the site list does not know microsite ${micrositeId} / trial ${trialId} (HTTP 404 at ${where})`, {
-        hint: 'check RECRUIT_ETL_MICROSITE_ID and the trial id (study-website ids, not RPI ids: spec §1)',
+        hint: 'check RECRUIT_ETL_MICROSITE_ID and the trial id (study-website ids, not RPI ids: docs/upstream.md "Services and identifiers")',
       });
     }
     if (res.status >= 400) throw new UpstreamContractError(`GET ${where} answered HTTP ${res.status}`);

@@ -1,6 +1,6 @@
 /**
  * Appends one snapshot of a study-website site list to `raw.site_snapshots`
- * (docs/contracts.md "Warehouse tables"): one row per site per `sites` run, the spec §2.3
+ * (docs/contracts.md "Warehouse tables"): one row per site per `sites` run, the docs/upstream.md "Site list"
  * fields in snake_case, the record as sent in `record`.
  *
  * @module

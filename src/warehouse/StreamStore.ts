@@ -74,11 +74,11 @@ export class StreamStore {
 
   /**
    * Make `def` the active stream of its environment and origin: create it (no cursor yet),
-   * or reactivate it if it was retired (its stored cursor is durable, spec §4.3 rule 5).
+   * or reactivate it if it was retired (its stored cursor is durable, docs/upstream.md "Reading the stream" rule 5).
    * Every other active stream of the same environment and origin is retired; its rows stay.
    *
    * @throws {ConfigError} the warehouse already holds active streams of another environment
-   *   (credentials are per environment, spec §1, §5.5: never mix them silently)
+   *   (credentials are per environment, docs/upstream.md "Services and identifiers": never mix them silently)
    */
   async activate(def: StreamDefinition): Promise<{ state: StreamState; retired: string[] }> {
     return this.wh.transaction(async () => {

@@ -1,5 +1,5 @@
 /**
- * Tokens (docs/contracts.md guarantee 5; spec §3, §5; docs/security.md "Token responses").
+ * Tokens (docs/contracts.md guarantee 5; docs/upstream.md "Tokens"; docs/security.md "Token responses").
  *
  * One token per lifetime, refreshed shortly before `expires_in` ends (margin = min(60 s,
  * lifetime / 10)); one refresh however many callers meet an expired token; one refresh and

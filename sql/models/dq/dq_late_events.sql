@@ -1,6 +1,6 @@
 -- One row per valid patient event published more than 24 hours after its domain time
 -- (a contact attempt: after the end of its date). Threshold: int_patient_events.is_late.
--- Backfills of a new event version (spec §6.5) appear here by design.
+-- Backfills of a new event version (docs/upstream.md "Stream properties") appear here by design.
 
 with
 

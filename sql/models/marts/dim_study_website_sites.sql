@@ -1,7 +1,7 @@
 -- One row per study-website site (website_microsite_id, trial_id, website_site_id) ever
 -- listed: its attributes from the latest snapshot that listed it, when it was first and last
 -- seen, and whether the latest fetch of its site list still lists it. website_site_id is
--- another namespace than event site_id (spec §1): never join them by equality;
+-- another namespace than event site_id (docs/upstream.md "Services and identifiers"): never join them by equality;
 -- sponsor_site_id is kept for a bridge once validated.
 
 with

@@ -1,5 +1,5 @@
 -- One row per site per `sites` run (raw.site_snapshots), with website_-prefixed ids:
--- study-website site ids are another namespace than event site ids (spec §1).
+-- study-website site ids are another namespace than event site ids (docs/upstream.md "Services and identifiers").
 
 with
 

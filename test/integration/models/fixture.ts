@@ -25,7 +25,7 @@ export interface RawEventRow {
   event_type: string | null;
   published_time: string | null;
   message: Record<string, unknown> | null;
-  /** Key of the type in the envelope: `eventType` (default) or `name` (the spec's sample). */
+  /** Key of the type in the envelope: `eventType` (default) or `name` (the vendor's sample responses: docs/upstream.md "Event envelope"). */
   typeKey?: 'eventType' | 'name';
   extracted_at: string;
 }

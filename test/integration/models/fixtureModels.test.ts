@@ -88,7 +88,7 @@ describe('models: invariants on the fixture', () => {
     expect(await snapshot()).toEqual(before);
   });
 
-  test('no model joins website site ids to event site ids (spec §1)', async () => {
+  test('no model joins website site ids to event site ids (docs/upstream.md "Services and identifiers")', async () => {
     const { readFileSync } = await import('node:fs');
     const { listModelFiles } = await import('../../../src/transform/runTransform.js');
     const { MODELS_DIR } = await import('../../../src/paths.js');

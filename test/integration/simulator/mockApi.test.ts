@@ -11,7 +11,7 @@ import { eventsUrl, getPage, getToken, readAll } from './helpers.js';
 
 const ORIGIN = 'https://study.example.org';
 
-describe('mock API: token endpoint (spec §2.1, §4.1, §5)', () => {
+describe('mock API: token endpoint (docs/upstream.md "Tokens")', () => {
   let api: MockApi;
   beforeAll(async () => {
     api = await startMockApi({ patientsPerTrial: 20 });
@@ -56,7 +56,7 @@ describe('mock API: token endpoint (spec §2.1, §4.1, §5)', () => {
   });
 });
 
-describe('mock API: events (spec §4.3, §6, §9)', () => {
+describe('mock API: events (docs/upstream.md "Reading the stream", "Event types and messages", "Versioning and open sets")', () => {
   let api: MockApi;
   let token: string;
   beforeAll(async () => {
@@ -165,7 +165,7 @@ describe('mock API: events (spec §4.3, §6, §9)', () => {
   });
 });
 
-describe('mock API: token expiry (spec §3, §5.4)', () => {
+describe('mock API: token expiry (docs/upstream.md "Tokens")', () => {
   it('a token stops working after its lifetime', async () => {
     let now = 1_000_000;
     const api = await startMockApi({ patientsPerTrial: 10, tokenLifetimeSeconds: 1, now: () => now });
@@ -200,7 +200,7 @@ describe('mock API: token expiry (spec §3, §5.4)', () => {
   });
 });
 
-describe('mock API: site list (spec §4.2, §5.6)', () => {
+describe('mock API: site list (docs/upstream.md "Site list")', () => {
   let api: MockApi;
   beforeAll(async () => {
     api = await startMockApi({ patientsPerTrial: 20 });

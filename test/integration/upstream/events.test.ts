@@ -67,7 +67,7 @@ const ev = (id: string, extra: Record<string, unknown> = {}) => ({
 });
 
 describe('EventsClient.fetchPage', () => {
-  it('sends Bearer + Content-Type, token obtained once with the spec body', async () => {
+  it('sends Bearer + Content-Type, token obtained once with the documented body', async () => {
     const auth = await tokenServer();
     const api = await stub((_req, res) => sendJson(res, 200, pageBody([ev('e1')], 'x', false)));
     const { client } = setup(api, auth);

@@ -57,7 +57,7 @@ export function sendJson(res: ServerResponse, status: number, value: unknown, he
   res.end(text);
 }
 
-/** A page body per spec §2.6. */
+/** A page body per docs/upstream.md "Reading the stream". */
 export function pageBody(events: unknown[], nextPage: string, hasNextPage: boolean): string {
   return JSON.stringify({ events, pagination: { nextPage, hasNextPage } });
 }
