@@ -35,6 +35,10 @@ quarantined_events as (
     select * from {{ ref('dq_quarantined_events') }}
 ),
 
+future_dated_events as (
+    select * from {{ ref('dq_future_dated_events') }}
+),
+
 checks as (
     select 'dq_unknown_event_types' as check_name, 'events of a type missing from seed_event_types' as description,
         coalesce(sum(event_count), 0) as issue_count, count(*) as detail_rows,
@@ -67,6 +71,10 @@ checks as (
     select 'dq_quarantined_events', 'events whose text DuckDB cannot store as JSON, kept in a readable form',
         count(*), count(*),
     from quarantined_events
+    union all
+    select 'dq_future_dated_events', 'events whose domain time is more than a day after their publication (else extraction)',
+        count(*), count(*),
+    from future_dated_events
 ),
 
 final as (
