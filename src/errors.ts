@@ -24,6 +24,22 @@ export const ExitCode = {
 } as const;
 export type ExitCodeValue = (typeof ExitCode)[keyof typeof ExitCode];
 
+/**
+ * One line per exit code for `--help` (the full table with what to do: docs/contracts.md
+ * "Exit codes"; a test checks both list the same codes).
+ */
+export const EXIT_CODE_HELP: readonly (readonly [code: string, meaning: string])[] = [
+  ['0', 'done'],
+  ['1', 'unexpected failure: run again with --verbose and report it'],
+  ['2', 'bad usage or configuration: fix the option or variable named'],
+  ['3', 'authentication refused: check the credentials, origin or microsite id'],
+  ['4', 'upstream unavailable: run again later, it resumes from the cursor'],
+  ['5', 'another process holds the database'],
+  ['6', 'the upstream broke the contract: a person must look'],
+  ['7', 'warehouse failure: disk full or an unwritable file'],
+  ['130/143', 'interrupted by SIGINT/SIGTERM: run again, it resumes'],
+];
+
 /** Options shared by every {@link EtlError}. */
 export interface EtlErrorOptions {
   /** The underlying error, kept for `--verbose`; never printed in the one-line summary. */

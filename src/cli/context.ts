@@ -1,18 +1,34 @@
 /**
- * What the CLI hands to each command: output streams, the logger factory, the
- * interruption signal, and the slot where a command leaves its exit code.
+ * What the CLI hands to each command: output streams, the environment, the logger factory,
+ * the interruption signal, and the slot where a command leaves its exit code; and
+ * {@link prepare}, which turns flags, `RECRUIT_ETL_*` variables and the `--config` file into a
+ * validated {@link Config}.
  *
  * @module
  */
 import type { Writable } from 'node:stream';
-import { resolveConfig, type Config, type Need } from '../config/config.js';
+import {
+  gatherOptions,
+  optionsFor,
+  readConfigFile,
+  resolveConfig,
+  unknownVariables,
+  type CommandName,
+  type Config,
+  type Need,
+  type OptionSpec,
+} from '../config/config.js';
+import { ConfigError } from '../errors.js';
 import { createLogger, type Logger } from '../log/logger.js';
 import type { SecretRegistry } from '../log/secrets.js';
+import { KNOWN_KEYS, KNOWN_VARIABLES } from './options.js';
 
 /** Shared state of one CLI invocation. */
 export interface CliContext {
   stdout: Writable;
   stderr: Writable;
+  /** The environment the options are read from (`process.env` unless a test passes its own). */
+  env: Readonly<Record<string, string | undefined>>;
   signal: AbortSignal;
   /** Set by a command that succeeded with a non-zero code (none today) . */
   exitCode: number;
@@ -27,15 +43,57 @@ export interface CliContext {
   secrets: SecretRegistry;
 }
 
+/** The raw option values of a command, by precedence, and the variables nobody declares. */
+export interface Gathered {
+  raw: Record<string, unknown>;
+  /** `RECRUIT_ETL_*` variables no command reads (names only: values may be secrets). */
+  unknownVariables: string[];
+}
+
 /**
- * Validate argv for a command and create its logger. The client secret is registered in
- * `ctx.secrets` before anything can fail or log. Log lines go to `ctx.stdout` when it is not
- * the process's own stdout (in-process tests).
+ * Merge flags (`argv` from yargs), the environment and the `--config` file for `specs`
+ * (docs/contracts.md "Options"). The secret, wherever it came from, is registered in
+ * `ctx.secrets` before anything can fail or log.
+ *
+ * @throws {ConfigError} a `--config` file that cannot be read or holds unknown keys (exit 2)
  */
-export function prepare(ctx: CliContext, argv: Record<string, unknown>, needs: readonly Need[]): { config: Config; logger: Logger; secrets: SecretRegistry } {
-  ctx.verbose = argv['verbose'] === true;
-  if (typeof argv['clientSecret'] === 'string') ctx.secrets.addSecret(argv['clientSecret']);
-  const config = resolveConfig(argv, needs);
+export function gather(ctx: CliContext, argv: Record<string, unknown>, specs: readonly OptionSpec[]): Gathered {
+  const configPath = typeof argv['config'] === 'string' && argv['config'] !== '' ? argv['config'] : ctx.env['RECRUIT_ETL_CONFIG'] || undefined;
+  const file = configPath === undefined ? undefined : readConfigFile(configPath, KNOWN_KEYS);
+  const raw = gatherOptions(specs, { flags: argv, env: ctx.env, ...(file ? { file } : {}) });
+  if (typeof raw['clientSecret'] === 'string') ctx.secrets.addSecret(raw['clientSecret']);
+  const v = raw['verbose'];
+  ctx.verbose = v === true || v === 'true' || v === '1';
+  return { raw, unknownVariables: unknownVariables(ctx.env, KNOWN_VARIABLES) };
+}
+
+/** The one warning for variables no option declares (never fatal: docs/contracts.md "Options"). */
+export function warnUnknownVariables(logger: Logger, names: readonly string[]): void {
+  if (names.length === 0) return;
+  logger.warn({ variables: names }, `ignoring ${names.length} unknown RECRUIT_ETL_* environment variable(s): ${names.join(', ')}`);
+}
+
+/**
+ * Validate the options of `command` (`needs` may depend on the gathered values) and create its logger. Log lines go to `ctx.stdout` when
+ * it is not the process's own stdout (in-process tests).
+ *
+ * @throws {ConfigError} every missing or invalid option, named with its variable (exit 2)
+ */
+export function prepare(
+  ctx: CliContext,
+  command: CommandName,
+  argv: Record<string, unknown>,
+  needs: readonly Need[] | ((raw: Record<string, unknown>) => readonly Need[]),
+): { config: Config; logger: Logger; secrets: SecretRegistry } {
+  const { raw, unknownVariables: unknown } = gather(ctx, argv, optionsFor(command));
+  let config: Config;
+  try {
+    config = resolveConfig(raw, typeof needs === 'function' ? needs(raw) : needs);
+  } catch (err) {
+    if (!(err instanceof ConfigError) || unknown.length === 0) throw err;
+    // A misspelt variable is the likeliest reason for a missing or invalid option.
+    throw new ConfigError(err.message, { cause: err.cause, hint: `${err.hint ?? ''}; unknown variables ignored: ${unknown.join(', ')}` });
+  }
   ctx.secrets.addSecret(config.clientSecret);
   const level = config.verbose && config.logLevel === 'info' ? 'debug' : config.logLevel;
   const logger = createLogger({
@@ -44,5 +102,6 @@ export function prepare(ctx: CliContext, argv: Record<string, unknown>, needs: r
     ...(ctx.stdout !== process.stdout ? { destination: ctx.stdout } : {}),
   });
   ctx.logger = logger;
+  warnUnknownVariables(logger, unknown);
   return { config, logger, secrets: ctx.secrets };
 }

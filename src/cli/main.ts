@@ -11,11 +11,11 @@ import { ConfigError, InterruptedError } from '../errors.js';
 import { describeFailure } from './exit.js';
 import { SecretRegistry } from '../log/secrets.js';
 import type { CliContext } from './context.js';
-import { allOptions } from './options.js';
+import { HELP_EPILOGUE } from './options.js';
+import { keyName } from '../config/config.js';
 import { stageCommands } from './commands/stages.js';
 import { statusCommand } from './commands/status.js';
 import { mockApiCommand } from './commands/mockApi.js';
-import { readFileSync } from 'node:fs';
 
 /** Longest wait after SIGINT / SIGTERM before the process exits regardless, in ms. */
 const GRACE_MS = 5_000;
@@ -26,22 +26,17 @@ export interface RunIo {
   stderr?: Writable;
   /** Install SIGINT / SIGTERM handlers (default true). */
   handleSignals?: boolean;
+  /** The environment options are read from (default `process.env`). */
+  env?: Readonly<Record<string, string | undefined>>;
 }
 
-function loadConfigFile(path: string): Record<string, unknown> {
-  let text: string;
-  try {
-    text = readFileSync(path, 'utf8');
-  } catch (err) {
-    throw new ConfigError(`cannot read --config ${path}: ${(err as NodeJS.ErrnoException).code ?? 'error'}`);
-  }
-  try {
-    const value: unknown = JSON.parse(text);
-    if (value === null || typeof value !== 'object' || Array.isArray(value)) throw new Error('not an object');
-    return value as Record<string, unknown>;
-  } catch {
-    throw new ConfigError(`--config ${path} is not a JSON object of options`);
-  }
+/** yargs' usage message without the camelCase twin of each unknown flag (`batch-pages, batchPages`). */
+function usageMessage(msg: string): string {
+  const m = /^(Unknown arguments?): (.*)$/.exec(msg);
+  if (!m) return msg;
+  const names = m[2]!.split(', ');
+  const kept = names.filter((n) => !names.some((o) => o !== n && o.includes('-') && keyName(o) === n));
+  return `${kept.length === 1 ? 'Unknown argument' : 'Unknown arguments'}: ${kept.map((n) => (n.length === 1 ? n : `--${n}`)).join(', ')}`;
 }
 
 /**
@@ -55,6 +50,7 @@ export async function run(argv: readonly string[], io: RunIo = {}): Promise<numb
   const ctx: CliContext = {
     stdout: io.stdout ?? process.stdout,
     stderr: io.stderr ?? process.stderr,
+    env: io.env ?? process.env,
     signal: controller.signal,
     exitCode: 0,
     verbose: argv.includes('--verbose'),
@@ -78,13 +74,12 @@ export async function run(argv: readonly string[], io: RunIo = {}): Promise<numb
   }
   let failure: unknown;
   try {
-    const parser = allOptions(
-      yargs([...argv])
-        .scriptName('recruit-etl')
-        .usage('$0 <command> [options]\n\nBatch ETL from the recruitment reporting API into DuckDB and Parquet.')
-        .env('RECRUIT_ETL')
-        .config('config', 'JSON file whose keys are option names (kebab-case)', loadConfigFile),
-    )
+    // yargs parses the flags of each command only (src/cli/options.ts); the environment and
+    // the --config file are merged by the command (src/cli/context.ts).
+    const parser = yargs([...argv])
+      .scriptName('recruit-etl')
+      .usage('$0 <command> [options]\n\nBatch ETL from the recruitment reporting API into DuckDB and Parquet.\nEach command lists its options: recruit-etl <command> --help')
+      .epilogue(HELP_EPILOGUE)
       .command(stageCommands(ctx))
       .command(statusCommand(ctx))
       .command(mockApiCommand(ctx))
@@ -96,7 +91,7 @@ export async function run(argv: readonly string[], io: RunIo = {}): Promise<numb
       .wrap(Math.min(110, process.stdout.columns ?? 100))
       .exitProcess(false)
       .fail((msg, err) => {
-        throw err ?? new ConfigError(msg, { hint: 'see `recruit-etl --help`' });
+        throw err ?? new ConfigError(usageMessage(msg), { hint: 'see `recruit-etl <command> --help` for the options of each command' });
       });
     await parser.parseAsync();
   } catch (err) {

@@ -1,8 +1,14 @@
 /**
- * The configuration of recruit-etl: one zod schema for every option of docs/contracts.md
- * ("Options"). yargs gathers flags, `RECRUIT_ETL_*` environment variables and the
- * optional JSON `--config` file (precedence: flags > env > file > defaults); this module
- * validates the result and says, all at once, which options are missing or invalid.
+ * The configuration of recruit-etl, declared once: {@link ConfigSchema} holds every option
+ * of docs/contracts.md ("Options") with its validation, default and description, and its
+ * {@link optionMeta} entry says which commands take it. From that one declaration come the
+ * yargs flags of each command (src/cli/options.ts), the `RECRUIT_ETL_*` environment
+ * variables, the keys of the `--config` JSON file, `--help` and the options table check of
+ * docs/contracts.md (test/unit/config/options.test.ts).
+ *
+ * Sources, highest first: flags > environment > `--config` file > defaults
+ * ({@link gatherOptions}); {@link resolveConfig} validates the result and says, all at once,
+ * which options are missing or invalid, each with its flag and variable (exit 2).
  *
  * @module
  */
@@ -11,8 +17,8 @@ import { z } from 'zod';
 import { ConfigError } from '../errors.js';
 
 /**
- * Default event types (docs/contracts.md "Options"): the three patient types and both contact-attempt
- * spellings, since the spec leaves the name unresolved (spec §6).
+ * Default event types (docs/contracts.md "Options"): the three patient types and both
+ * contact-attempt spellings, since the API leaves the name unresolved (docs/domain.md).
  */
 export const DEFAULT_EVENT_TYPES: readonly string[] = [
   'v1.patient.created',
@@ -22,13 +28,43 @@ export const DEFAULT_EVENT_TYPES: readonly string[] = [
   'v1.patient.contactAttempt.created',
 ];
 
-/** Split repeatable values that may also arrive comma-separated (env vars, config files). */
-export function splitList(value: unknown): string[] {
-  const items = Array.isArray(value) ? value : value === undefined || value === null ? [] : [value];
-  return items
-    .flatMap((v) => String(v).split(','))
-    .map((v) => v.trim())
-    .filter((v) => v.length > 0);
+/** The commands of the CLI (docs/contracts.md "Commands"). */
+export const COMMAND_NAMES = ['run', 'extract', 'sites', 'transform', 'export', 'status', 'mock-api'] as const;
+/** One command of the CLI. */
+export type CommandName = (typeof COMMAND_NAMES)[number];
+
+/** Commands that run pipeline stages and record themselves in `etl.runs`. */
+export const PIPELINE: readonly CommandName[] = ['run', 'extract', 'sites', 'transform', 'export'];
+const WAREHOUSE: readonly CommandName[] = [...PIPELINE, 'status'];
+const EVENTS: readonly CommandName[] = ['run', 'extract'];
+const UPSTREAM: readonly CommandName[] = ['run', 'extract', 'sites'];
+const SITES: readonly CommandName[] = ['run', 'sites'];
+const EXPORTS: readonly CommandName[] = ['run', 'export'];
+const ALL: readonly CommandName[] = COMMAND_NAMES;
+
+/** Headings of `--help`, in the order shown. */
+export const OPTION_GROUPS = ['Warehouse and logs:', 'Upstream (extract):', 'Site list (sites):', 'Exports:'] as const;
+const [GENERAL, UPSTREAM_GROUP, SITES_GROUP, EXPORTS_GROUP] = OPTION_GROUPS;
+
+/** What the schema itself cannot say about an option (registered on its field, see {@link option}). */
+export interface OptionMeta {
+  /** The commands that show and accept the option; any other command refuses the flag. */
+  commands: readonly CommandName[];
+  /** Heading under which `--help` lists it. */
+  group: (typeof OPTION_GROUPS)[number];
+  /** Not in `--help` (tests only). */
+  hidden?: boolean;
+  /** The default as `--help` shows it, when the schema has none (a default applied elsewhere). */
+  defaultHelp?: string;
+}
+
+/** Registry of {@link OptionMeta}, keyed by the field schemas of {@link ConfigSchema}. */
+export const optionMeta = z.registry<OptionMeta>();
+
+/** Registers `meta` on `schema`; call it on the whole field (`.describe()` makes a new instance). */
+function option<T extends z.ZodType>(schema: T, meta: OptionMeta): T {
+  optionMeta.add(schema, meta);
+  return schema;
 }
 
 const url = z
@@ -44,48 +80,180 @@ const url = z
   }, 'must be an absolute http(s) URL without user info')
   .transform((v) => v.replace(/\/+$/, ''));
 
-/** Every option, validated. Field names are the camelCase of the kebab-case flags. */
+/**
+ * A DuckDB size for `memory_limit` (docs/contracts.md "Options"): a number and a unit, e.g.
+ * `2GB`, `512MB`, `1.5GiB`, `4 GB`; checked here so that a typo is exit 2 naming the option,
+ * not a warehouse failure.
+ */
+const DUCKDB_SIZE = /^\s*\d+(\.\d+)?\s*(b|bytes?|kb|kib|kilobytes?|mb|mib|megabytes?|gb|gib|gigabytes?|tb|tib|terabytes?)\s*$/i;
+const duckdbSize = z.string().regex(DUCKDB_SIZE, 'must be a DuckDB size such as 2GB, 512MB or 1.5GiB');
+
+const int = z.number().int().positive();
+
+/**
+ * Every option, validated. Field names are the camelCase of the kebab-case flags; each field
+ * is also `RECRUIT_ETL_<FLAG_IN_UPPER_SNAKE>` and a key of the `--config` file.
+ *
+ * **Adding an option** is one entry here: the zod schema (type, validation, `.default()`,
+ * `.describe()` = the `--help` line) wrapped in `option(…, { commands, group })`. The flag,
+ * the variable, the help and the config-file key follow; add its row to docs/contracts.md
+ * "Options" (a test checks every option is there) and read it as `config.<name>`.
+ */
 export const ConfigSchema = z.object({
-  /** `--db`: the DuckDB file. */
-  db: z.string().min(1).default('data/warehouse.duckdb').describe('DuckDB warehouse file'),
-  /** `--base-url`: the spec's `{base_url}`. */
-  baseUrl: url.optional().describe("API base URL, the spec's {base_url}"),
-  /** `--auth-url`: the spec's `{auth_url}`; the token is requested at `{auth_url}/oauth/token`. */
-  authUrl: url.optional().describe("token host, the spec's {auth_url}"),
-  clientId: z.string().min(1).optional().describe('OAuth 2.0 client id (per environment)'),
-  /** Never logged; prefer the env var or `--client-secret-file`. */
-  clientSecret: z.string().min(1).optional().describe('OAuth 2.0 client secret'),
-  clientSecretFile: z.string().min(1).optional().describe('file holding the client secret'),
-  audience: z.string().min(1).optional().describe('OAuth 2.0 audience of the API'),
-  trialId: z.array(z.string().min(1)).default([]).describe('trial ids (repeatable or comma-separated)'),
-  eventType: z
-    .array(z.string().min(1))
-    .default([...DEFAULT_EVENT_TYPES])
-    .describe('event types (repeatable or comma-separated)'),
+  config: option(z.string().min(1).optional().describe('JSON file of options: keys are option names (kebab-case)'), { commands: ALL, group: GENERAL }),
+  db: option(z.string().min(1).default('data/warehouse.duckdb').describe('DuckDB warehouse file'), { commands: WAREHOUSE, group: GENERAL }),
+  environment: option(z.string().min(1).default('production').describe('environment label recorded on streams and runs (staging, production)'), {
+    commands: PIPELINE,
+    group: GENERAL,
+  }),
+  /** DuckDB `memory_limit` for transform, export and batches held in memory; the extract runs under its own smaller cap (`docs/performance.md` "Settings"). */
+  memoryLimit: option(duckdbSize.default('2GB').describe('DuckDB memory_limit for transform and export (the extract runs under its own smaller cap)'), {
+    commands: WAREHOUSE,
+    group: GENERAL,
+  }),
+  logLevel: option(z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info').describe('fatal|error|warn|info|debug|trace|silent'), {
+    commands: ALL,
+    group: GENERAL,
+  }),
+  verbose: option(z.boolean().default(false).describe('stack traces on failure, debug logs'), { commands: ALL, group: GENERAL }),
+  /** Read by src/failpoints.ts from the environment (crash tests only); declared so that the variable is known. */
+  failpoint: option(z.string().optional().describe('tests only: <name>:<n> SIGKILLs the process (src/failpoints.ts)'), {
+    commands: PIPELINE,
+    group: GENERAL,
+    hidden: true,
+  }),
+  /** `--base-url`: the API's `{base_url}` (docs/ingest.md). */
+  baseUrl: option(url.optional().describe("API base URL, the API's {base_url} (required)"), { commands: UPSTREAM, group: UPSTREAM_GROUP }),
+  /** `--auth-url`: the token is requested at `{auth_url}/oauth/token`. */
+  authUrl: option(url.optional().describe('token host; POST {auth_url}/oauth/token (required)'), { commands: EVENTS, group: UPSTREAM_GROUP }),
+  clientId: option(z.string().min(1).optional().describe('OAuth 2.0 client id for this environment (required)'), { commands: EVENTS, group: UPSTREAM_GROUP }),
+  /** Never logged; prefer the env var or `--client-secret-file` (docs/security.md). */
+  clientSecret: option(z.string().min(1).optional().describe('client secret: prefer RECRUIT_ETL_CLIENT_SECRET or --client-secret-file'), {
+    commands: EVENTS,
+    group: UPSTREAM_GROUP,
+  }),
+  clientSecretFile: option(z.string().min(1).optional().describe('file holding the client secret (systemd credentials, Kubernetes secrets)'), {
+    commands: EVENTS,
+    group: UPSTREAM_GROUP,
+  }),
+  audience: option(z.string().min(1).optional().describe('OAuth 2.0 audience of the API (required)'), { commands: EVENTS, group: UPSTREAM_GROUP }),
+  trialId: option(z.array(z.string().min(1)).default([]).describe('trial id, repeatable or comma-separated (required)'), {
+    commands: UPSTREAM,
+    group: UPSTREAM_GROUP,
+    defaultHelp: 'none',
+  }),
+  eventType: option(z.array(z.string().min(1)).default([...DEFAULT_EVENT_TYPES]).describe('event type, repeatable or comma-separated'), {
+    commands: EVENTS,
+    group: UPSTREAM_GROUP,
+  }),
   /** `limit` sent on the first request of a new stream; the server's default when absent. */
-  pageSize: z.number().int().positive().optional().describe('events per page (limit)'),
-  micrositeId: z.string().min(1).optional().describe('study-website (microsite) id'),
-  origin: z.string().min(1).optional().describe('Origin header for the site list'),
-  exportDir: z.string().min(1).default('data/exports').describe('Parquet export folder'),
-  environment: z.string().min(1).default('production').describe('environment label (staging, production)'),
+  pageSize: option(int.optional().describe("events per page (limit) on a new stream's first request"), {
+    commands: EVENTS,
+    group: UPSTREAM_GROUP,
+    defaultHelp: "the server's",
+  }),
   /** The most pages per transaction (`docs/ingest.md` "Batches"); the cursor always commits with its events. */
-  batchPages: z.number().int().positive().default(1000).describe('pages per commit, at most'),
+  batchPages: option(int.default(1000).describe('pages per commit, at most (events and cursor commit together); a batch also ends at 12 MiB of pages'), {
+    commands: EVENTS,
+    group: UPSTREAM_GROUP,
+  }),
   /** Empty pages in a row, `hasNextPage` true, after which the stream breaks the contract (`docs/ingest.md` "Bounded time"). */
-  maxEmptyPages: z.number().int().positive().default(1000).describe('empty pages in a row before exit 6'),
+  maxEmptyPages: option(int.default(1000).describe('empty pages in a row, hasNextPage true, before the run stops with exit 6'), {
+    commands: EVENTS,
+    group: UPSTREAM_GROUP,
+  }),
   /** Longest time a page body may take to arrive whole, in seconds (`docs/ingest.md` "Bounded time"). */
-  bodyTimeout: z.number().positive().default(120).describe('longest time for a whole response body (s)'),
-  /** DuckDB memory_limit. */
-  memoryLimit: z.string().min(1).default('2GB').describe('DuckDB memory_limit'),
+  bodyTimeout: option(z.number().positive().default(120).describe('longest time, seconds, for a response body to arrive whole; then retried'), {
+    commands: UPSTREAM,
+    group: UPSTREAM_GROUP,
+  }),
   /** Longest Retry-After the job waits for, in seconds; a longer one fails the run with exit 4. */
-  maxRetryAfter: z.number().positive().default(120).describe('longest Retry-After honoured (s)'),
+  maxRetryAfter: option(z.number().positive().default(120).describe('longest Retry-After honoured, seconds; longer fails with exit 4'), {
+    commands: UPSTREAM,
+    group: UPSTREAM_GROUP,
+  }),
   /** Whole-run deadline for the upstream calls, in seconds. */
-  deadline: z.number().positive().optional().describe('deadline for upstream calls (s)'),
-  logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
-  verbose: z.boolean().default(false),
+  deadline: option(z.number().positive().optional().describe('deadline for all upstream calls of the run, seconds'), {
+    commands: UPSTREAM,
+    group: UPSTREAM_GROUP,
+    defaultHelp: 'none',
+  }),
+  micrositeId: option(z.string().min(1).optional().describe('study-website (microsite) id (required for sites)'), { commands: SITES, group: SITES_GROUP }),
+  origin: option(z.string().min(1).optional().describe('Origin header the site list is authorized by (required for sites)'), {
+    commands: SITES,
+    group: SITES_GROUP,
+  }),
+  json: option(z.boolean().default(false).describe('print JSON (a stable interface: docs/contracts.md "Commands")'), { commands: ['status'], group: GENERAL }),
+  exportDir: option(z.string().min(1).default('data/exports').describe('Parquet export folder'), { commands: EXPORTS, group: EXPORTS_GROUP }),
 });
 
 /** The validated configuration. */
 export type Config = z.infer<typeof ConfigSchema>;
+
+/** One option as the CLI declares it: derived from its {@link ConfigSchema} field. */
+export interface OptionSpec {
+  /** camelCase key, e.g. `memoryLimit`. */
+  key: string;
+  /** The flag without dashes, e.g. `memory-limit`. */
+  flag: string;
+  /** Environment variable, e.g. `RECRUIT_ETL_MEMORY_LIMIT`. */
+  env: string;
+  type: 'string' | 'number' | 'boolean';
+  /** Repeatable; each value may also list items separated by commas. */
+  array: boolean;
+  /** The `--help` line. */
+  describe: string;
+  /** The default as `--help` shows it; absent when there is none. */
+  defaultHelp?: string;
+  commands: readonly CommandName[];
+  group: string;
+  hidden: boolean;
+}
+
+/** What is under `.optional()`, `.default()` and `.transform()`, with the default when there is one. */
+function unwrap(schema: z.ZodType): { inner: z.ZodType; default?: unknown } {
+  let s = schema;
+  let def: unknown;
+  for (;;) {
+    if (s instanceof z.ZodDefault) {
+      def ??= s.def.defaultValue;
+      s = s.def.innerType as z.ZodType;
+    } else if (s instanceof z.ZodOptional) s = s.def.innerType as z.ZodType;
+    else if (s instanceof z.ZodPipe) s = s.def.in as z.ZodType;
+    else return def === undefined ? { inner: s } : { inner: s, default: def };
+  }
+}
+
+function specOf(key: string, field: z.ZodType): OptionSpec {
+  const meta = optionMeta.get(field);
+  if (meta === undefined) throw new Error(`option ${key}: wrap its schema in option(…, { commands, group })`);
+  const { inner, default: def } = unwrap(field);
+  const array = inner instanceof z.ZodArray;
+  const element = array ? (inner.def.element as z.ZodType) : inner;
+  const type = element instanceof z.ZodNumber ? 'number' : element instanceof z.ZodBoolean ? 'boolean' : 'string';
+  const spec: OptionSpec = {
+    key,
+    flag: flagName(key),
+    env: envName(key),
+    type,
+    array,
+    describe: field.description ?? '',
+    commands: meta.commands,
+    group: meta.group,
+    hidden: meta.hidden === true,
+  };
+  const shown = meta.defaultHelp ?? (def === undefined || def === false ? undefined : Array.isArray(def) ? def.join(', ') : String(def));
+  if (shown !== undefined) spec.defaultHelp = shown;
+  return spec;
+}
+
+/** Every option of {@link ConfigSchema}, in its order. */
+export const OPTIONS: readonly OptionSpec[] = Object.entries(ConfigSchema.shape).map(([key, field]) => specOf(key, field as z.ZodType));
+
+/** The options `command` shows and accepts. */
+export function optionsFor(command: CommandName): OptionSpec[] {
+  return OPTIONS.filter((o) => o.commands.includes(command));
+}
 
 /** What a command needs beyond the defaults. */
 export type Need = 'events' | 'sites';
@@ -100,15 +268,140 @@ export function flagName(key: string): string {
   return key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
 }
 
+/** camelCase key of a flag, e.g. `base-url` → `baseUrl`. */
+export function keyName(flag: string): string {
+  return flag.replace(/-([a-z0-9])/g, (_, c: string) => c.toUpperCase());
+}
+
 /** Environment variable of a config key, e.g. `baseUrl` → `RECRUIT_ETL_BASE_URL`. */
 export function envName(key: string): string {
   return `RECRUIT_ETL_${flagName(key).replaceAll('-', '_').toUpperCase()}`;
 }
 
+/** `--flag (VARIABLE)`, the way every message names an option. */
+export function optionLabel(key: string): string {
+  return `--${flagName(key)} (${envName(key)})`;
+}
+
+/** Split repeatable values that may also arrive comma-separated (env vars, config files). */
+export function splitList(value: unknown): string[] {
+  const items = Array.isArray(value) ? value : value === undefined || value === null ? [] : [value];
+  return items
+    .flatMap((v) => String(v).split(','))
+    .map((v) => v.trim())
+    .filter((v) => v.length > 0);
+}
+
+/** Where a command's option values come from, highest precedence first. */
+export interface OptionSources {
+  /** Parsed flags (camelCase keys; absent flags undefined). */
+  flags: Readonly<Record<string, unknown>>;
+  /** The process environment. */
+  env?: Readonly<Record<string, string | undefined>>;
+  /** The `--config` file's object, keys already camelCase ({@link readConfigFile}). */
+  file?: Readonly<Record<string, unknown>>;
+}
+
 /**
- * Validate the options gathered by yargs.
+ * The raw value of each of `specs` by precedence: flag > `RECRUIT_ETL_*` variable > config
+ * file; options given nowhere are absent (their schema default applies in {@link resolveConfig}).
+ * An empty variable counts as unset.
+ */
+export function gatherOptions(specs: readonly Pick<OptionSpec, 'key' | 'env'>[], sources: OptionSources): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const { key, env } of specs) {
+    const fromFlag = sources.flags[key];
+    const fromEnv = sources.env?.[env];
+    const fromFile = sources.file?.[key];
+    if (fromFlag !== undefined) out[key] = fromFlag;
+    else if (fromEnv !== undefined && fromEnv !== '') out[key] = fromEnv;
+    else if (fromFile !== undefined && fromFile !== null) out[key] = fromFile;
+  }
+  return out;
+}
+
+/**
+ * `RECRUIT_ETL_*` variables of `env` that no option declares, sorted; the CLI reports them in
+ * one warning and runs on (a Kubernetes Service named recruit-etl injects `RECRUIT_ETL_PORT`).
+ */
+export function unknownVariables(env: Readonly<Record<string, string | undefined>>, known: ReadonlySet<string>): string[] {
+  return Object.keys(env)
+    .filter((name) => name.startsWith('RECRUIT_ETL_') && !known.has(name))
+    .sort();
+}
+
+/**
+ * Read the `--config` file: a JSON object whose keys are option names (kebab-case; camelCase
+ * is accepted too). Keys are returned camelCase.
  *
- * @param raw the yargs argv (camelCase keys; lists may be arrays or comma-separated strings)
+ * @param known every option key of any command (a key meant for another command is not an error)
+ * @throws {ConfigError} naming `--config (RECRUIT_ETL_CONFIG)` when the file cannot be read, is
+ *   not a JSON object, or has a key that is no option (exit 2)
+ */
+export function readConfigFile(path: string, known: ReadonlySet<string>, readFile: (path: string) => string = (p) => readFileSync(p, 'utf8')): Record<string, unknown> {
+  const label = optionLabel('config');
+  const hint = 'fix the path or the file, or unset the option';
+  let text: string;
+  try {
+    text = readFile(path);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    const why = code === 'ENOENT' ? 'no such file' : code === 'EACCES' ? 'permission denied' : code === 'EISDIR' ? 'a folder, not a file' : (code ?? 'unreadable');
+    throw new ConfigError(`${label}: cannot read ${path}: ${why}`, { cause: err, hint });
+  }
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (err) {
+    throw new ConfigError(`${label}: ${path} is not valid JSON (${(err as Error).message.split('\n')[0]})`, { hint });
+  }
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+    throw new ConfigError(`${label}: ${path} must hold a JSON object of options, e.g. {"db": "data/warehouse.duckdb"}`, { hint });
+  }
+  const out: Record<string, unknown> = {};
+  const unknown: string[] = [];
+  for (const [name, v] of Object.entries(value as Record<string, unknown>)) {
+    const key = keyName(name);
+    if (known.has(key)) out[key] = v;
+    else unknown.push(name);
+  }
+  if (unknown.length > 0) {
+    throw new ConfigError(`${label}: ${path} has unknown option(s): ${unknown.map((n) => JSON.stringify(n).slice(0, 80)).join(', ')}`, {
+      hint: 'keys are option names as in `recruit-etl <command> --help`, without the dashes',
+    });
+  }
+  return out;
+}
+
+/**
+ * Bring env and config-file values to each option's type, in place: numeric strings to
+ * numbers, `true`/`false`/`1`/`0`/`yes`/`no` to booleans, lists split at commas. Values that
+ * do not convert are left for the schema to refuse with the option's name.
+ */
+export function coerceOptions(specs: readonly Pick<OptionSpec, 'key' | 'type' | 'array'>[], input: Record<string, unknown>): void {
+  for (const spec of specs) {
+    const v = input[spec.key];
+    if (v === undefined) continue;
+    if (spec.array) {
+      input[spec.key] = splitList(v);
+      if (spec.key === 'eventType' && (input[spec.key] as string[]).length === 0) delete input[spec.key];
+    } else if (spec.type === 'number' && typeof v === 'string' && v.trim() !== '' && !Number.isNaN(Number(v))) {
+      input[spec.key] = Number(v);
+    } else if (spec.type === 'boolean' && typeof v === 'string') {
+      const t = v.trim().toLowerCase();
+      if (['true', '1', 'yes'].includes(t)) input[spec.key] = true;
+      else if (['false', '0', 'no'].includes(t)) input[spec.key] = false;
+    } else if (spec.type === 'string' && typeof v === 'number') {
+      input[spec.key] = String(v);
+    }
+  }
+}
+
+/**
+ * Validate the options of one command.
+ *
+ * @param raw camelCase keys from {@link gatherOptions} (or a test); lists may be arrays or
+ *   comma-separated strings, numbers may be strings
  * @param needs which groups of options the command requires
  * @param readFile injectable for tests; reads `--client-secret-file`
  * @throws {ConfigError} naming every missing option with its env variable, and every invalid one (exit 2)
@@ -124,23 +417,16 @@ export function resolveConfig(
     if (value === undefined || value === '') continue;
     input[key] = value;
   }
-  for (const key of ['trialId', 'eventType'] as const) {
-    if (input[key] !== undefined) input[key] = splitList(input[key]);
-    if (key === 'eventType' && Array.isArray(input[key]) && (input[key] as string[]).length === 0) delete input[key];
-  }
-  for (const key of ['pageSize', 'batchPages', 'maxRetryAfter', 'deadline'] as const) {
-    const v = input[key];
-    if (typeof v === 'string' && v.trim() !== '' && !Number.isNaN(Number(v))) input[key] = Number(v);
-  }
+  coerceOptions(OPTIONS, input);
   const parsed = ConfigSchema.safeParse(input);
   const problems: string[] = [];
   if (!parsed.success) {
     for (const issue of parsed.error.issues) {
       const key = String(issue.path[0] ?? '');
-      problems.push(`--${flagName(key)} (${envName(key)}): ${issue.message}`);
+      problems.push(`${optionLabel(key)}: ${issue.message}`);
     }
     throw new ConfigError(`invalid configuration: ${problems.join('; ')}`, {
-      hint: 'see `recruit-etl --help` and the README configuration table',
+      hint: 'see `recruit-etl <command> --help` and docs/contracts.md "Options"',
     });
   }
   const config = parsed.data;
@@ -148,12 +434,12 @@ export function resolveConfig(
     try {
       config.clientSecret = readFile(config.clientSecretFile).trim();
     } catch (err) {
-      throw new ConfigError(`cannot read --client-secret-file ${config.clientSecretFile}: ${(err as NodeJS.ErrnoException).code ?? 'error'}`, {
+      throw new ConfigError(`${optionLabel('clientSecretFile')}: cannot read ${config.clientSecretFile}: ${(err as NodeJS.ErrnoException).code ?? 'error'}`, {
         cause: err,
       });
     }
     if (config.clientSecret === '') {
-      throw new ConfigError(`--client-secret-file ${config.clientSecretFile} is empty`);
+      throw new ConfigError(`${optionLabel('clientSecretFile')}: ${config.clientSecretFile} is empty`);
     }
   }
   const missing = [...new Set(needs.flatMap((n) => REQUIRED[n]))].filter((key) => {
@@ -161,11 +447,7 @@ export function resolveConfig(
     return v === undefined || (Array.isArray(v) && v.length === 0);
   });
   if (missing.length > 0) {
-    const list = missing.map((k) =>
-      k === 'clientSecret'
-        ? `--client-secret (${envName(k)}) or --client-secret-file (${envName('clientSecretFile')})`
-        : `--${flagName(k)} (${envName(k)})`,
-    );
+    const list = missing.map((k) => (k === 'clientSecret' ? `${optionLabel(k)} or ${optionLabel('clientSecretFile')}` : optionLabel(k)));
     throw new ConfigError(`missing required option(s): ${list.join(', ')}`, {
       hint: 'set them as flags, environment variables or keys of the --config JSON file',
     });

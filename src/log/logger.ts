@@ -18,8 +18,8 @@ import { REDACTED, type SecretRegistry } from './secrets.js';
 export type { Logger } from 'pino';
 
 /**
- * Keys censored wherever pino finds them (pino `redact` paths). `message` is special: see
- * {@link censor}.
+ * Keys censored wherever pino finds them (pino `redact` paths). An error's `message` and
+ * `stack` are kept, shortened: see {@link censor}.
  */
 export const REDACT_PATHS: readonly string[] = [
   'authorization',
@@ -44,6 +44,8 @@ export const REDACT_PATHS: readonly string[] = [
   '*.body',
   'message',
   '*.message',
+  'err.stack',
+  'error.stack',
   'referralSubjectId',
   '*.referralSubjectId',
   'referral_subject_id',
@@ -51,13 +53,40 @@ export const REDACT_PATHS: readonly string[] = [
 ];
 
 /**
- * The redact censor. A `message` key holding a string is kept: that is an error's message
- * (`{ err }` as pino serialises it, or `{ err: { message } }`), and our errors never hold
- * payload text by construction while secrets are removed by value. A `message` holding
- * anything else (an event's payload object) and every other redacted key is censored.
+ * Keys under which a log object carries an error: `{ err }` (pino's error serializer) and
+ * `{ error }`. Their `message` is the reason a person needs; every other `message` is an
+ * event's payload or could be one.
+ */
+export const ERROR_KEYS: ReadonlySet<string> = new Set(['err', 'error']);
+
+/** Longest error reason logged, in characters (a line, not a dump). */
+export const MAX_REASON_LENGTH = 500;
+
+/**
+ * An error message as logged: its first line, without DuckDB's quote of the input it failed
+ * on (`… Input: <text>`, which may be a payload), at most {@link MAX_REASON_LENGTH} characters.
+ * Secrets are removed later, by value, from the whole line.
+ */
+export function errorReason(message: string): string {
+  let reason = message.split('\n', 1)[0]!;
+  const input = reason.search(/\bInput: /);
+  if (input >= 0) reason = `${reason.slice(0, input).trimEnd()} Input: [redacted]`;
+  return reason.length > MAX_REASON_LENGTH ? `${reason.slice(0, MAX_REASON_LENGTH)}…` : reason;
+}
+
+/**
+ * The redact censor (docs/security.md "Two layers"). The `message` of an error
+ * (`{ err: { message } }`, `{ err: new Error() }`, `{ error: { message } }`) is kept as
+ * {@link errorReason} (and its `stack` as that reason and the frames), so a warning says
+ * what went wrong; any other `message` (an event's
+ * payload, whether object or string) and every other redacted key is censored.
  */
 export function censor(value: unknown, path: string[]): unknown {
-  if (path[path.length - 1] === 'message' && typeof value === 'string') return value;
+  if (path.length === 2 && ERROR_KEYS.has(path[0]!) && typeof value === 'string') {
+    if (path[1] === 'message') return errorReason(value);
+    // A stack starts with the message: the same reason, then the frames.
+    if (path[1] === 'stack') return [errorReason(value), ...value.split('\n').filter((l) => /^\s+at /.test(l))].join('\n');
+  }
   return REDACTED;
 }
 

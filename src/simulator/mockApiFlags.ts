@@ -1,8 +1,8 @@
 /**
  * The flags of the `mock-api` command, derived from {@link MockApiOptionsSchema} (names,
  * types, descriptions, defaults), and their mapping back onto {@link MockApiOptions}. Every
- * flag is also an environment variable `RECRUIT_ETL_<FLAG_IN_UPPER_SNAKE>` (yargs `.env()`
- * in the CLI), e.g. `RECRUIT_ETL_SEED`, `RECRUIT_ETL_TOKEN_LIFETIME`.
+ * flag is also an environment variable `RECRUIT_ETL_<FLAG_IN_UPPER_SNAKE>` (merged by the CLI,
+ * src/cli/context.ts), e.g. `RECRUIT_ETL_SEED`, `RECRUIT_ETL_TOKEN_LIFETIME`.
  *
  * @module
  */

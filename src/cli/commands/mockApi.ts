@@ -4,49 +4,69 @@
  *
  * @module
  */
-import type { Argv, CommandModule, Options } from 'yargs';
+import type { Argv, CommandModule } from 'yargs';
 import { MOCK_API_FAULT_HELP, MOCK_API_FLAGS, mockApiOptionsFromFlags, startMockApi, type MockApiFlagValues } from '../../simulator/index.js';
+import { coerceOptions, envName, optionsFor, resolveConfig, type Config, type OptionSpec } from '../../config/config.js';
 import { createLogger } from '../../log/logger.js';
-import type { CliContext } from '../context.js';
+import { gather, warnUnknownVariables, type CliContext } from '../context.js';
+import { declareOptions, HELP_EPILOGUE } from '../options.js';
 
-/** Options already declared for every command (same meaning here: what the simulator accepts). */
-const SHARED = new Set(['client-id', 'client-secret', 'audience', 'microsite-id']);
+/** The command's own port default (the demo's); startMockApi's is 0. */
+const DEFAULT_PORT = 8787;
 
 /**
- * The yargs module of `mock-api`: its flags are derived from the simulator's option schema
- * (`MOCK_API_FLAGS`), so every flag is also `RECRUIT_ETL_<FLAG>` through the CLI's `.env()`.
+ * The simulator's flags (`MOCK_API_FLAGS`, derived from its option schema) as options of this
+ * command: each is also `RECRUIT_ETL_<FLAG>` and a key of the `--config` file, like every option.
  */
+const SIMULATOR_OPTIONS: readonly OptionSpec[] = MOCK_API_FLAGS.map((f) => {
+  const spec: OptionSpec = {
+    key: f.key,
+    flag: f.flag.slice(2),
+    env: envName(f.key),
+    type: f.type === 'array' ? 'string' : f.type,
+    array: f.type === 'array',
+    describe: f.description,
+    commands: ['mock-api'],
+    group: 'Simulator:',
+    hidden: false,
+  };
+  const def = f.key === 'port' ? DEFAULT_PORT : f.default;
+  if (def !== undefined) spec.defaultHelp = String(def);
+  return spec;
+});
+
+/**
+ * The simulator's flag values of one invocation, by precedence (flags > `RECRUIT_ETL_*` >
+ * `--config` file > defaults), for `mockApiOptionsFromFlags`.
+ *
+ * @throws {ConfigError} an invalid `--config` file or log level (exit 2)
+ */
+export function mockApiValues(ctx: CliContext, argv: Record<string, unknown>): { flags: MockApiFlagValues; logLevel: Config['logLevel']; unknownVariables: string[] } {
+  const { raw, unknownVariables } = gather(ctx, argv, [...optionsFor('mock-api'), ...SIMULATOR_OPTIONS]);
+  coerceOptions(SIMULATOR_OPTIONS.filter((s) => !s.array), raw); // lists: the simulator splits its own
+  const config = resolveConfig(raw);
+  const flags: Record<string, unknown> = { port: DEFAULT_PORT };
+  for (const f of MOCK_API_FLAGS) if (raw[f.key] !== undefined) flags[f.key] = raw[f.key];
+  return { flags: flags as MockApiFlagValues, logLevel: config.logLevel, unknownVariables };
+}
+
+/** The yargs module of `mock-api`. */
 export function mockApiCommand(ctx: CliContext): CommandModule {
   return {
     command: 'mock-api',
     describe: 'serve the simulator of the upstream API (token, events, site list) on a local port',
-    builder: (y: Argv) => {
-      // The command's own port default (the demo's); startMockApi's is 0.
-      let b = y.option('port', { type: 'number', default: 8787, describe: 'TCP port (0 = any free port)' });
-      for (const f of MOCK_API_FLAGS) {
-        const name = f.flag.replace(/^--/, '');
-        if (name === 'port' || SHARED.has(name)) continue;
-        const opt: Options = { describe: f.default === undefined ? f.description : `${f.description} (default ${String(f.default)})` };
-        if (f.type === 'array') {
-          opt.type = 'string';
-          opt.array = true;
-        } else {
-          opt.type = f.type;
-        }
-        b = b.option(name, opt);
-      }
-      return b
+    builder: (y: Argv) =>
+      declareOptions(y, [...optionsFor('mock-api'), ...SIMULATOR_OPTIONS])
         .group(
-          MOCK_API_FLAGS.map((f) => f.flag.replace(/^--/, '')).filter((n) => !SHARED.has(n)),
+          SIMULATOR_OPTIONS.map((s) => s.flag),
           'Simulator:',
         )
-        .epilogue(MOCK_API_FAULT_HELP);
-    },
+        .epilogue(`${MOCK_API_FAULT_HELP}\n\n${HELP_EPILOGUE}`),
     handler: async (argv: Record<string, unknown>) => {
-      const logger = createLogger({ level: String(argv['logLevel'] ?? 'info') });
-      const flags: Record<string, unknown> = {};
-      for (const f of MOCK_API_FLAGS) if (argv[f.key] !== undefined) flags[f.key] = argv[f.key];
-      const api = await startMockApi({ ...mockApiOptionsFromFlags(flags as MockApiFlagValues), logger });
+      const { flags, logLevel, unknownVariables } = mockApiValues(ctx, argv);
+      const logger = createLogger({ level: logLevel });
+      warnUnknownVariables(logger, unknownVariables);
+      const api = await startMockApi({ ...mockApiOptionsFromFlags(flags), logger });
       ctx.stdout.write(
         `${JSON.stringify({
           mockApi: 'listening',

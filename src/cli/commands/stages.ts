@@ -5,12 +5,13 @@
  * @module
  */
 import type { Argv, CommandModule } from 'yargs';
-import type { Need } from '../../config/config.js';
+import type { CommandName, Need } from '../../config/config.js';
 import { runJob, type Stage } from '../../pipeline/jobs.js';
 import { prepare, type CliContext } from '../context.js';
+import { commandOptions } from '../options.js';
 
 interface StageCommand {
-  name: string;
+  name: CommandName;
   describe: string;
   stages: Stage[];
   needs: Need[];
@@ -54,15 +55,13 @@ export function stageCommands(ctx: CliContext): CommandModule[] {
   return COMMANDS.map((c) => ({
     command: c.name,
     describe: c.describe,
-    builder: (y: Argv) => y,
+    builder: (y: Argv) => commandOptions(y, c.name),
     handler: async (argv: Record<string, unknown>) => {
       let stages = c.stages;
-      const needs = [...c.needs];
-      if (c.name === 'run') {
-        if (argv['micrositeId'] === undefined || argv['micrositeId'] === '') stages = stages.filter((s) => s !== 'sites');
-        else needs.push('sites');
-      }
-      const { config, logger, secrets } = prepare(ctx, argv, needs);
+      // `run` snapshots the site list when a microsite id is configured, and then needs its options.
+      const needs = (raw: Record<string, unknown>): Need[] => (c.name === 'run' && raw['micrositeId'] !== undefined ? [...c.needs, 'sites'] : c.needs);
+      const { config, logger, secrets } = prepare(ctx, c.name, argv, needs);
+      if (c.name === 'run' && config.micrositeId === undefined) stages = stages.filter((s) => s !== 'sites');
       if (c.name === 'run' && !stages.includes('sites')) logger.info({}, 'sites skipped: no --microsite-id configured');
       await runJob(c.name, stages, { config, logger, signal: ctx.signal, secrets });
     },

@@ -8,17 +8,18 @@ import type { Argv, CommandModule } from 'yargs';
 import { statusJob } from '../../pipeline/jobs.js';
 import { prepare, type CliContext } from '../context.js';
 import { formatStatus } from '../formatStatus.js';
+import { commandOptions } from '../options.js';
 
 /** The yargs module of `status`. */
 export function statusCommand(ctx: CliContext): CommandModule {
   return {
     command: 'status',
     describe: 'streams, cursors, last runs, row counts and the funnel per trial',
-    builder: (y: Argv) => y.option('json', { type: 'boolean', default: false, describe: 'print JSON' }),
+    builder: (y: Argv) => commandOptions(y, 'status'),
     handler: async (argv: Record<string, unknown>) => {
-      const { config } = prepare(ctx, argv, []);
+      const { config } = prepare(ctx, 'status', argv, []);
       const status = await statusJob(config);
-      ctx.stdout.write(argv['json'] === true ? `${JSON.stringify(status, null, 2)}\n` : formatStatus(status));
+      ctx.stdout.write(config.json ? `${JSON.stringify(status, null, 2)}\n` : formatStatus(status));
     },
   };
 }

@@ -1,11 +1,15 @@
 import { describe, expect, it, vi } from 'vitest';
 import yargs, { type Argv } from 'yargs';
-import { mockApiCommand } from '../../../src/cli/commands/mockApi.js';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { mockApiCommand, mockApiValues } from '../../../src/cli/commands/mockApi.js';
+import { SecretRegistry } from '../../../src/log/secrets.js';
 import type { CliContext } from '../../../src/cli/context.js';
 import { run } from '../../../src/cli/main.js';
 import { ConfigError } from '../../../src/errors.js';
 import { FAULT_PHASE } from '../../../src/simulator/faults.js';
-import { MOCK_API_FAULT_HELP, MOCK_API_FLAGS, MOCK_API_USAGE, mockApiOptionsFromFlags, type MockApiFlagValues } from '../../../src/simulator/mockApiFlags.js';
+import { MOCK_API_FAULT_HELP, MOCK_API_FLAGS, MOCK_API_USAGE, mockApiOptionsFromFlags } from '../../../src/simulator/mockApiFlags.js';
 import { MockApiOptionsSchema } from '../../../src/simulator/options.js';
 
 describe('mockApiOptionsFromFlags', () => {
@@ -138,19 +142,21 @@ describe('one schema for options, defaults and flags', () => {
     expect(r.error!.issues.map((i) => i.path.join('.')).sort()).toEqual(['defaultLimit', 'port', 'releaseFraction', 'startTime', 'trials']);
   });
 
-  it('yargs declarations from the flags read flags and RECRUIT_ETL_* variables', async () => {
-    const saved = process.env['RECRUIT_ETL_TOKEN_LIFETIME'];
-    process.env['RECRUIT_ETL_TOKEN_LIFETIME'] = '7';
+  it('yargs declarations from the flags read flags, RECRUIT_ETL_* variables and the --config file, in that order', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'mockapi-flags-'));
     try {
-      // The builder reads nothing of the context.
-      const cmd = mockApiCommand({} as CliContext);
-      const y = yargs(['--seed', '3', '--grow-every-ms', '100', '--fault', 'events:drip=5', '--allowed-origin', 'https://a.example,https://b.example', '--no-drift']).env('RECRUIT_ETL');
+      const file = join(dir, 'options.json');
+      writeFileSync(file, JSON.stringify({ seed: 9, trials: 5, 'token-lifetime': 99 }));
+      const ctx = { env: { RECRUIT_ETL_TOKEN_LIFETIME: '7', RECRUIT_ETL_CONFIG: file, RECRUIT_ETL_SERVICE_HOST: '10.0.0.1' }, secrets: new SecretRegistry() } as unknown as CliContext;
+      const cmd = mockApiCommand(ctx);
+      const y = yargs(['--seed', '3', '--grow-every-ms', '100', '--fault', 'events:drip=5', '--allowed-origin', 'https://a.example,https://b.example', '--no-drift']);
       const argv = (await (cmd.builder as (y: Argv) => Argv)(y).parseAsync()) as Record<string, unknown>;
-      const flags: Record<string, unknown> = {};
-      for (const f of MOCK_API_FLAGS) if (argv[f.key] !== undefined) flags[f.key] = argv[f.key];
-      expect(mockApiOptionsFromFlags(flags as MockApiFlagValues)).toEqual({
+      const { flags, unknownVariables } = mockApiValues(ctx, argv);
+      expect(unknownVariables).toEqual(['RECRUIT_ETL_SERVICE_HOST']);
+      expect(mockApiOptionsFromFlags(flags)).toEqual({
         port: 8787,
         seed: 3,
+        trials: 5,
         tokenLifetimeSeconds: 7,
         growEvery: { intervalMs: 100 },
         faults: [{ endpoint: 'events', kind: 'drip', ms: 5 }],
@@ -158,8 +164,7 @@ describe('one schema for options, defaults and flags', () => {
         drift: false,
       });
     } finally {
-      if (saved === undefined) delete process.env['RECRUIT_ETL_TOKEN_LIFETIME'];
-      else process.env['RECRUIT_ETL_TOKEN_LIFETIME'] = saved;
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 });
