@@ -183,6 +183,11 @@ export const ConfigSchema = z.object({
     commands: SITES,
     group: SITES_GROUP,
   }),
+  /** Rebuild every model from all of raw instead of by the delta (docs/incremental.md). */
+  fullRefresh: option(z.boolean().default(false).describe('rebuild every model from all of raw.events instead of only what the new events touch'), {
+    commands: ['run', 'transform'],
+    group: GENERAL,
+  }),
   json: option(z.boolean().default(false).describe('print JSON (a stable interface: docs/contracts.md "Commands")'), { commands: ['status'], group: GENERAL }),
   exportDir: option(z.string().min(1).default('data/exports').describe('Parquet export folder'), { commands: EXPORTS, group: EXPORTS_GROUP }),
 });

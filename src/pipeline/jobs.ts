@@ -187,7 +187,7 @@ export async function runJob(command: string, stages: readonly Stage[], ctx: Job
       throwIfAborted(ctx.signal);
       if (stages.includes('transform')) {
         failpoint('transform.before');
-        result.transform = await runTransform(wh, { logger });
+        result.transform = await runTransform(wh, { logger, fullRefresh: config.fullRefresh });
       }
       throwIfAborted(ctx.signal);
       if (stages.includes('export')) {

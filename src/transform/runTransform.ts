@@ -202,13 +202,12 @@ export async function runTransform(wh: Warehouse, options: TransformOptions = {}
       try {
         if (model.materialized === 'incremental' && mode === 'incremental') {
           await applyDelta(wh, target, model);
-          incrementalDone += 1;
-          if (incrementalDone === 1) failpoint('transform.mid-models');
         } else {
           const kind = model.materialized === 'view' ? 'view' : 'table';
           await dropOtherKind(model.name, kind);
           await wh.run(`create or replace ${kind} ${target} as\n${model.sql}\n`);
         }
+        if (model.materialized === 'incremental' && ++incrementalDone === 1) failpoint('transform.mid-models');
         rows = await count(model.name);
       } catch (err) {
         if (err instanceof TransformError) throw err;
