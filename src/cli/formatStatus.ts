@@ -3,7 +3,7 @@
  *
  * @module
  */
-import type { WarehouseStatus } from '../warehouse/readStatus.js';
+import type { StreamStatus, WarehouseStatus } from '../warehouse/readStatus.js';
 
 function table(headers: string[], rows: (string | number | null)[][]): string {
   const cells = [headers, ...rows.map((r) => r.map((c) => (c === null ? '-' : String(c))))];
@@ -19,18 +19,31 @@ function age(seconds: number | null): string {
   return `${Math.round(seconds / 86400)}d`;
 }
 
+/** The streams table of `status` and `streams`: position (events stored), cursor, transformed position. */
+export function formatStreams(streams: readonly StreamStatus[]): string {
+  return streams.length === 0
+    ? '  (none yet: run `recruit-etl extract`)'
+    : table(
+        ['stream', 'status', 'env', 'position', 'transformed', 'quarantined', 'more', 'cursor age', 'filter'],
+        streams.map((t) => [
+          t.streamId,
+          t.status,
+          t.environment,
+          t.events,
+          t.transformedPosition,
+          t.quarantined,
+          t.hasNextPage === null ? null : String(t.hasNextPage),
+          age(t.cursorAgeSeconds),
+          t.name,
+        ]),
+      );
+}
+
 /** Render the status as text sections: streams, runs, rows, funnel. */
 export function formatStatus(s: WarehouseStatus): string {
   const out: string[] = [`warehouse: ${s.path}`, ...(s.note ? [`note: ${s.note}`] : []), ''];
   out.push('streams');
-  out.push(
-    s.streams.length === 0
-      ? '  (none yet: run `recruit-etl extract`)'
-      : table(
-          ['stream', 'status', 'env', 'events', 'quarantined', 'more', 'cursor age', 'filter'],
-          s.streams.map((t) => [t.streamId, t.status, t.environment, t.events, t.quarantined, t.hasNextPage === null ? null : String(t.hasNextPage), age(t.cursorAgeSeconds), t.name]),
-        ),
-  );
+  out.push(formatStreams(s.streams));
   out.push('', 'last runs');
   out.push(
     s.runs.length === 0

@@ -15,6 +15,7 @@ import { HELP_EPILOGUE } from './options.js';
 import { keyName } from '../config/config.js';
 import { stageCommands } from './commands/stages.js';
 import { statusCommand } from './commands/status.js';
+import { streamsCommand } from './commands/streams.js';
 import { mockApiCommand } from './commands/mockApi.js';
 
 /** Longest wait after SIGINT / SIGTERM before the process exits regardless, in ms. */
@@ -82,6 +83,7 @@ export async function run(argv: readonly string[], io: RunIo = {}): Promise<numb
       .epilogue(HELP_EPILOGUE)
       .command(stageCommands(ctx))
       .command(statusCommand(ctx))
+      .command(streamsCommand(ctx))
       .command(mockApiCommand(ctx))
       .demandCommand(1, 'name a command')
       .strictCommands()

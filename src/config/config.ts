@@ -29,13 +29,13 @@ export const DEFAULT_EVENT_TYPES: readonly string[] = [
 ];
 
 /** The commands of the CLI (docs/contracts.md "Commands"). */
-export const COMMAND_NAMES = ['run', 'extract', 'sites', 'transform', 'export', 'status', 'mock-api'] as const;
+export const COMMAND_NAMES = ['run', 'extract', 'sites', 'transform', 'export', 'status', 'streams', 'mock-api'] as const;
 /** One command of the CLI. */
 export type CommandName = (typeof COMMAND_NAMES)[number];
 
 /** Commands that run pipeline stages and record themselves in `etl.runs`. */
 export const PIPELINE: readonly CommandName[] = ['run', 'extract', 'sites', 'transform', 'export'];
-const WAREHOUSE: readonly CommandName[] = [...PIPELINE, 'status'];
+const WAREHOUSE: readonly CommandName[] = [...PIPELINE, 'status', 'streams'];
 const EVENTS: readonly CommandName[] = ['run', 'extract'];
 const UPSTREAM: readonly CommandName[] = ['run', 'extract', 'sites'];
 const SITES: readonly CommandName[] = ['run', 'sites'];
@@ -188,7 +188,7 @@ export const ConfigSchema = z.object({
     commands: ['run', 'transform'],
     group: GENERAL,
   }),
-  json: option(z.boolean().default(false).describe('print JSON (a stable interface: docs/contracts.md "Commands")'), { commands: ['status'], group: GENERAL }),
+  json: option(z.boolean().default(false).describe('print JSON (a stable interface: docs/contracts.md "Commands")'), { commands: ['status', 'streams'], group: GENERAL }),
   exportDir: option(z.string().min(1).default('data/exports').describe('Parquet export folder'), { commands: EXPORTS, group: EXPORTS_GROUP }),
 });
 

@@ -19,7 +19,8 @@ import { EventsClient } from '../upstream/events.js';
 import { SitesClient } from '../upstream/sites.js';
 import { newRunId, RunLog, type RunCounts } from '../warehouse/RunLog.js';
 import { Warehouse } from '../warehouse/Warehouse.js';
-import { readStatus, type WarehouseStatus } from '../warehouse/readStatus.js';
+import { readStatus, type StreamStatus, type WarehouseStatus } from '../warehouse/readStatus.js';
+import { StreamStore } from '../warehouse/StreamStore.js';
 import { publishedCopyPath, publishReadOnlyCopy } from '../warehouse/publishCopy.js';
 import { failpoint } from '../failpoints.js';
 import { existsSync } from 'node:fs';
@@ -78,6 +79,8 @@ export interface JobResult {
   /** The read-only copy published for analysts after a successful run that changed data (not `export` alone). */
   publishedCopy?: string;
   durationMs: number;
+  /** Wall time of each stage that ran, milliseconds (docs/incremental.md "Measuring a night"). */
+  stageMs: Partial<Record<Stage, number>>;
 }
 
 function counts(r: JobResult): RunCounts {
@@ -102,7 +105,14 @@ function summary(r: JobResult): Record<string, unknown> {
       resumed: r.extract.resumed,
     },
     sites: r.sites,
-    transform: r.transform && { models: r.transform.models.length, dq: r.transform.dq },
+    transform: r.transform && {
+      models: r.transform.models.length,
+      mode: r.transform.mode,
+      ...(r.transform.fullReason ? { fullReason: r.transform.fullReason } : {}),
+      newDeliveries: r.transform.newDeliveries,
+      dq: r.transform.dq,
+    },
+    stageMs: r.stageMs,
     export: r.export && { files: r.export.files.map((f) => ({ model: f.model, rows: f.rows })) },
   };
 }
@@ -118,7 +128,14 @@ export async function runJob(command: string, stages: readonly Stage[], ctx: Job
   const logger = ctx.logger ?? silentLogger();
   const started = Date.now();
   const runId = newRunId();
-  const result: JobResult = { runId, command, durationMs: 0 };
+  const result: JobResult = { runId, command, durationMs: 0, stageMs: {} };
+  let stageStarted = 0;
+  const stageStart = (): void => {
+    stageStarted = Date.now();
+  };
+  const stageEnd = (stage: Stage): void => {
+    result.stageMs[stage] = Date.now() - stageStarted;
+  };
   const wh = await Warehouse.open(config.db, { memoryLimit: config.memoryLimit, logger });
   const ownsHttp = ctx.http === undefined;
   let http: HttpClient | undefined = ctx.http;
@@ -141,6 +158,7 @@ export async function runJob(command: string, stages: readonly Stage[], ctx: Job
       }
       const signalOpt = ctx.signal ? { signal: ctx.signal } : {};
       if (stages.includes('extract')) {
+        stageStart();
         const tokens = new TokenProvider({
           credentials: {
             authUrl: config.authUrl!,
@@ -170,9 +188,11 @@ export async function runJob(command: string, stages: readonly Stage[], ctx: Job
             ...signalOpt,
           }),
         );
+        stageEnd('extract');
       }
       throwIfAborted(ctx.signal);
       if (stages.includes('sites')) {
+        stageStart();
         const client = new SitesClient({ baseUrl: config.baseUrl!, origin: config.origin!, http: http!, logger });
         result.sites = await snapshotSites({
           wh,
@@ -183,15 +203,20 @@ export async function runJob(command: string, stages: readonly Stage[], ctx: Job
           logger,
           ...signalOpt,
         });
+        stageEnd('sites');
       }
       throwIfAborted(ctx.signal);
       if (stages.includes('transform')) {
+        stageStart();
         failpoint('transform.before');
         result.transform = await runTransform(wh, { logger, fullRefresh: config.fullRefresh });
+        stageEnd('transform');
       }
       throwIfAborted(ctx.signal);
       if (stages.includes('export')) {
+        stageStart();
         result.export = await exportParquet({ wh, exportDir: config.exportDir, runId, logger });
+        stageEnd('export');
       }
       // Recorded as succeeded before the copy, so that the copy says so; when the checkpoint
       // or the copy fails, the catch below records the run as failed after all.
@@ -257,6 +282,27 @@ export async function statusJob(config: Config): Promise<WarehouseStatus> {
     const status = await readStatus(wh);
     if (note) status.note = note;
     return status;
+  } finally {
+    await wh.close();
+  }
+}
+
+/**
+ * `recruit-etl streams reset <stream-id>`: start a stream again from the first page
+ * (docs/contracts.md "Streams"); the old stream is retired and its rows stay.
+ * @returns the new stream's status line
+ * @throws {ConfigError} no such stream, {@link LockError} a run holds the file, {@link WarehouseError}
+ */
+export async function resetStreamJob(config: Config, streamId: string, logger: Logger): Promise<StreamStatus> {
+  const wh = await Warehouse.open(config.db, { memoryLimit: config.memoryLimit, logger });
+  try {
+    await wh.migrate();
+    const state = await new StreamStore(wh).reset(streamId);
+    logger.debug({ retired: streamId, stream: state.streamId }, 'stream reset: the next extract of its filter starts from the first page');
+    const status = await readStatus(wh);
+    const line = status.streams.find((s) => s.streamId === state.streamId);
+    if (!line) throw new Error(`stream ${state.streamId} vanished`);
+    return line;
   } finally {
     await wh.close();
   }

@@ -18,6 +18,8 @@ export interface StreamStatus {
   /** Seconds since the cursor was last stored (null: never polled). */
   cursorAgeSeconds: number | null;
   lastPolledAt: string | null;
+  /** The last stream position the models were built from (docs/incremental.md); null: never transformed. */
+  transformedPosition: number | null;
 }
 
 /** One run line of the status. */
@@ -80,8 +82,10 @@ export async function readStatus(wh: Warehouse, runs = 10): Promise<WarehouseSta
   const streams = await wh.all<{
     stream_id: string; name: string; status: string; environment: string; event_count: bigint;
     has_next_page: boolean | null; age: number | null; last_polled_at: string | null; quarantined: bigint | null;
+    transformed: bigint | null;
   }>(
     `select stream_id, name, status, environment, event_count, has_next_page,
+            ${(await tableExists(wh, 'etl', 'transform_watermarks')) ? '(select max(w.stream_position) from etl.transform_watermarks w where w.stream_id = s.stream_id)' : 'null'} as transformed,
             ${(await tableExists(wh, 'raw', 'quarantined_events')) ? '(select count(*) from raw.quarantined_events q where q.stream_id = s.stream_id)' : '0'} as quarantined,
             epoch(now() - last_polled_at)::double as age, strftime(last_polled_at, '%Y-%m-%dT%H:%M:%SZ') as last_polled_at
      from etl.streams s order by status, created_at desc`,
@@ -96,6 +100,7 @@ export async function readStatus(wh: Warehouse, runs = 10): Promise<WarehouseSta
     hasNextPage: s.has_next_page,
     cursorAgeSeconds: s.age === null ? null : Math.round(s.age),
     lastPolledAt: s.last_polled_at,
+    transformedPosition: s.transformed === null ? null : Number(s.transformed),
   }));
   const runRows = await wh.all<{
     run_id: string; command: string; status: string; started_at: string; finished_at: string | null; events_loaded: bigint; error: string | null;
