@@ -6,20 +6,30 @@ set -euo pipefail
 umask 077
 cd "$(dirname "$0")/.."
 port="${DEMO_PORT:-8787}"
-mkdir -p data
-chmod 700 data
-out=data/mock-api.out
+# DEMO_DATA_DIR: where the simulator's output goes (tests point it at a temporary folder).
+dir="${DEMO_DATA_DIR:-data}"
+mkdir -p "$dir"
+chmod 700 "$dir"
+out="$dir/mock-api.out"
+err="$dir/mock-api.err"
 : > "$out"
 # DEMO_FAULTS: simulator faults to show (docs/ingest.md); by default one event with a lone
 # surrogate, which the job quarantines (status shows it; make dbt builds over it).
 faults=()
 for f in ${DEMO_FAULTS-events:loneSurrogate:after=3:event=5}; do faults+=(--fault "$f"); done
-node dist/cli.js mock-api --port "$port" --log-level warn "${faults[@]}" > "$out" 2> data/mock-api.err &
+node dist/cli.js mock-api --port "$port" --log-level warn "${faults[@]}" > "$out" 2> "$err" &
 sim=$!
 trap 'kill "$sim" 2>/dev/null || true; wait "$sim" 2>/dev/null || true' EXIT
+busy() {
+  echo "demo: port $port is already in use (another demo, or another service); pick a free one: make demo DEMO_PORT=8788" >&2
+  exit 2
+}
 for _ in $(seq 1 200); do
   grep -q '"listening"' "$out" && break
-  kill -0 "$sim" 2>/dev/null || { echo "demo: the simulator did not start:" >&2; cat data/mock-api.err >&2; exit 1; }
+  if ! kill -0 "$sim" 2>/dev/null; then
+    grep -q 'already in use' "$err" && busy
+    echo "demo: the simulator did not start:" >&2; cat "$err" >&2; exit 1
+  fi
   sleep 0.1
 done
 grep -q '"listening"' "$out" || { echo "demo: the simulator did not start on port $port" >&2; exit 1; }
@@ -36,6 +46,9 @@ export RECRUIT_ETL_ORIGIN="$(field origin)"
 export RECRUIT_ETL_ENVIRONMENT=staging
 export RECRUIT_ETL_DB="${RECRUIT_ETL_DB:-data/warehouse.duckdb}"
 export RECRUIT_ETL_EXPORT_DIR="${RECRUIT_ETL_EXPORT_DIR:-data/exports}"
+# Display names of the simulator's event sites, as an operator would supply them (docs/models.md
+# "Site names"); one site is left out on purpose, so dq_unmapped_sites lists it.
+export RECRUIT_ETL_SITE_NAMES="${RECRUIT_ETL_SITE_NAMES-scripts/demo-site-names.csv}"
 
 echo "demo: simulator at $RECRUIT_ETL_BASE_URL serving $(field events) events for trials $RECRUIT_ETL_TRIAL_ID"
 start=$(date +%s%N)

@@ -110,7 +110,8 @@ export async function run(argv: readonly string[], io: RunIo = {}): Promise<numb
   }
   if (failure !== undefined) {
     const reason: unknown = controller.signal.reason;
-    const err = controller.signal.aborted && reason instanceof InterruptedError && !(failure instanceof InterruptedError) && (failure as Error)?.name === 'AbortError' ? reason : failure;
+    // After a signal, whatever failed failed because of it: say so (exit 130 / 143).
+    const err = controller.signal.aborted && reason instanceof InterruptedError && !(failure instanceof InterruptedError) ? reason : failure;
     const { exitCode, text } = describeFailure(err, ctx.verbose, ctx.secrets);
     ctx.logger?.error({ code: (err as { code?: string }).code, exitCode }, 'run failed');
     ctx.stderr.write(`${text}\n`);

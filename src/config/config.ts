@@ -40,11 +40,12 @@ const EVENTS: readonly CommandName[] = ['run', 'extract'];
 const UPSTREAM: readonly CommandName[] = ['run', 'extract', 'sites'];
 const SITES: readonly CommandName[] = ['run', 'sites'];
 const EXPORTS: readonly CommandName[] = ['run', 'export'];
+const TRANSFORMS: readonly CommandName[] = ['run', 'transform'];
 const ALL: readonly CommandName[] = COMMAND_NAMES;
 
 /** Headings of `--help`, in the order shown. */
-export const OPTION_GROUPS = ['Warehouse and logs:', 'Upstream (extract):', 'Site list (sites):', 'Exports:'] as const;
-const [GENERAL, UPSTREAM_GROUP, SITES_GROUP, EXPORTS_GROUP] = OPTION_GROUPS;
+export const OPTION_GROUPS = ['Warehouse and logs:', 'Upstream (extract):', 'Site list (sites):', 'Models (transform):', 'Exports:'] as const;
+const [GENERAL, UPSTREAM_GROUP, SITES_GROUP, MODELS_GROUP, EXPORTS_GROUP] = OPTION_GROUPS;
 
 /** What the schema itself cannot say about an option (registered on its field, see {@link option}). */
 export interface OptionMeta {
@@ -183,12 +184,17 @@ export const ConfigSchema = z.object({
     commands: SITES,
     group: SITES_GROUP,
   }),
+  json: option(z.boolean().default(false).describe('print JSON (a stable interface: docs/contracts.md "Commands")'), { commands: ['status', 'streams'], group: GENERAL }),
+  /** The operator's CSV of event site display names, loaded as `seed_site_names` (docs/models.md "Site names"). */
+  siteNames: option(
+    z.string().min(1).optional().describe('CSV of display names of event site ids (site_id,trial_id,site_name,sponsor_site_id), loaded as seed_site_names'),
+    { commands: TRANSFORMS, group: MODELS_GROUP, defaultHelp: 'none' },
+  ),
   /** Rebuild every model from all of raw instead of by the delta (docs/incremental.md). */
   fullRefresh: option(z.boolean().default(false).describe('rebuild every model from all of raw.events instead of only what the new events touch'), {
-    commands: ['run', 'transform'],
-    group: GENERAL,
+    commands: TRANSFORMS,
+    group: MODELS_GROUP,
   }),
-  json: option(z.boolean().default(false).describe('print JSON (a stable interface: docs/contracts.md "Commands")'), { commands: ['status', 'streams'], group: GENERAL }),
   exportDir: option(z.string().min(1).default('data/exports').describe('Parquet export folder'), { commands: EXPORTS, group: EXPORTS_GROUP }),
 });
 

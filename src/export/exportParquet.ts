@@ -1,6 +1,7 @@
 /**
  * The export stage: every mart and dimension (`fct_*`, `dim_*`, `mart_*` tables in schema
- * `main`) as Parquet, with `manifest.json`, atomic as a set (docs/exports.md).
+ * `main`) and every data-quality result (`dq_*`) as Parquet, with `manifest.json`, atomic as
+ * a set (docs/exports.md).
  *
  * Each export writes a new snapshot folder `<export-dir>/snapshots/<run_id>/`: every
  * `<model>.parquet` (written under a temporary name in that folder, read back and checked,
@@ -34,8 +35,8 @@ import {
   sweepTemporaries,
 } from './exportSet.js';
 
-/** Name prefixes of the models that are exported. */
-export const EXPORTED_PREFIXES: readonly string[] = ['fct_', 'dim_', 'mart_'];
+/** Name prefixes of the models that are exported (docs/exports.md): marts, dimensions, data quality. */
+export const EXPORTED_PREFIXES: readonly string[] = ['fct_', 'dim_', 'mart_', 'dq_'];
 
 /** One exported file in `manifest.json`. */
 export interface ManifestEntry {

@@ -161,6 +161,7 @@ export async function extractEvents(opts: ExtractOptions): Promise<ExtractResult
 
   const streamOpts = {
     label: def.streamId,
+    newStream: !resumed,
     ...(opts.signal ? { signal: opts.signal } : {}),
     ...(opts.maxEmptyPages !== undefined ? { maxEmptyPages: opts.maxEmptyPages } : {}),
   };

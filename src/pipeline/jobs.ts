@@ -139,6 +139,7 @@ export async function runJob(command: string, stages: readonly Stage[], ctx: Job
   const wh = await Warehouse.open(config.db, { memoryLimit: config.memoryLimit, logger });
   const ownsHttp = ctx.http === undefined;
   let http: HttpClient | undefined = ctx.http;
+  let committed = 0;
   try {
     await wh.migrate();
     const runLog = new RunLog(wh, ctx.secrets);
@@ -209,13 +210,15 @@ export async function runJob(command: string, stages: readonly Stage[], ctx: Job
       if (stages.includes('transform')) {
         stageStart();
         failpoint('transform.before');
-        result.transform = await runTransform(wh, { logger, fullRefresh: config.fullRefresh });
+        result.transform = await wh.interruptible(ctx.signal, () =>
+          runTransform(wh, { logger, fullRefresh: config.fullRefresh, ...(config.siteNames !== undefined ? { siteNames: config.siteNames } : {}) }),
+        );
         stageEnd('transform');
       }
       throwIfAborted(ctx.signal);
       if (stages.includes('export')) {
         stageStart();
-        result.export = await exportParquet({ wh, exportDir: config.exportDir, runId, logger });
+        result.export = await wh.interruptible(ctx.signal, () => exportParquet({ wh, exportDir: config.exportDir, runId, logger }));
         stageEnd('export');
       }
       // Recorded as succeeded before the copy, so that the copy says so; when the checkpoint
@@ -241,19 +244,37 @@ export async function runJob(command: string, stages: readonly Stage[], ctx: Job
       return result;
     } catch (err) {
       result.durationMs = Date.now() - started;
-      const status = err instanceof InterruptedError || ctx.signal?.aborted ? 'interrupted' : 'failed';
-      const line = err instanceof EtlError ? err.message : 'unexpected error';
+      // After a signal, whatever failed (an interrupted statement, an aborted request) failed
+      // because of it: the run is interrupted, and the CLI says so (exit 130 / 143).
+      const failure = interruption(err, ctx.signal);
+      const status = failure instanceof InterruptedError ? 'interrupted' : 'failed';
+      const line = failure instanceof EtlError ? failure.message : 'unexpected error';
       try {
-        await runLog.finish(runId, status, counts(result), summary(result), line);
+        // An extract that stopped early returned no result: count what its batches committed.
+        if (result.extract === undefined && stages.includes('extract')) committed = await committedEvents(wh, runId);
+        await runLog.finish(runId, status, { ...counts(result), eventsLoaded: result.extract?.eventsLoaded ?? committed }, summary(result), line);
       } catch {
         // The warehouse itself may be what failed; the CLI still reports the original error.
       }
-      throw err;
+      throw failure;
     }
   } finally {
     if (ownsHttp && http) await http.close();
     await wh.close();
   }
+}
+
+/** `err`, or the signal's {@link InterruptedError} (with `err` as its cause) once the signal fired. */
+function interruption(err: unknown, signal: AbortSignal | undefined): unknown {
+  if (err instanceof InterruptedError || !signal?.aborted) return err;
+  const reason: unknown = signal.reason;
+  return new InterruptedError(reason instanceof InterruptedError ? reason.signal : 'SIGTERM', { cause: err });
+}
+
+/** Events of `raw.events` the run committed (its batches commit one by one). */
+async function committedEvents(wh: Warehouse, runId: string): Promise<number> {
+  const row = await wh.one<{ n: bigint | number }>('select count(*) as n from raw.events where run_id = ?', [runId]);
+  return Number(row?.n ?? 0);
 }
 
 function throwIfAborted(signal: AbortSignal | undefined): void {

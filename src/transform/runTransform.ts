@@ -16,7 +16,7 @@ import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { basename, join, relative } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { TransformError } from '../errors.js';
+import { ConfigError, TransformError } from '../errors.js';
 import { failpoint } from '../failpoints.js';
 import { type Logger, silentLogger } from '../log/logger.js';
 import { MACROS_DIR, MODELS_DIR, SEEDS_DIR } from '../paths.js';
@@ -41,6 +41,11 @@ export interface TransformOptions {
   schema?: string;
   /** Rebuild every model from all of raw (`--full-refresh`). Default false: incremental when possible. */
   fullRefresh?: boolean;
+  /**
+   * The operator's CSV of event site names (`--site-names`), loaded as `seed_site_names` in
+   * place of the packaged, header-only file (docs/models.md "Site names").
+   */
+  siteNames?: string;
 }
 
 /** One model or seed built. */
@@ -118,12 +123,16 @@ function firstLine(err: unknown): string {
  * @returns seeds and models built (rows, ms) and the dq counts
  * @throws {TransformError} a model or seed failed (named, with DuckDB's message), a cycle,
  *   an unknown ref or unsupported Jinja; nothing of this transform is then committed
+ * @throws {ConfigError} the `siteNames` file cannot be read or loaded, or lacks a column (nothing committed)
  */
 export async function runTransform(wh: Warehouse, options: TransformOptions = {}): Promise<TransformResult> {
   const started = performance.now();
   const logger = (options.logger ?? silentLogger()).child({ stage: 'transform' });
   const schema = options.schema ?? 'main';
-  const seedSpecs = loadSeedSpecs(options.seedsDir ?? SEEDS_DIR);
+  const seedSpecs = loadSeedSpecs(
+    options.seedsDir ?? SEEDS_DIR,
+    options.siteNames === undefined ? [] : [{ seed: 'seed_site_names', path: options.siteNames, option: '--site-names' }],
+  );
   const compiled = compileModels(options.modelsDir ?? MODELS_DIR, schema);
   let ordered = orderModels(compiled, seedSpecs.map((s) => s.name));
   if (options.only) {
@@ -185,6 +194,10 @@ export async function runTransform(wh: Warehouse, options: TransformOptions = {}
         await dropOtherKind(spec.name, 'table');
         await wh.run(seedSql(spec, schema));
       } catch (err) {
+        if (spec.override) {
+          // The operator's file: theirs to fix (exit 2), not a bug of the models.
+          throw new ConfigError(`${spec.override.option} ${spec.path}: cannot be loaded as ${spec.name}: ${firstLine(err)}`, { cause: err });
+        }
         throw new TransformError(`seed ${spec.name} failed to load: ${firstLine(err)}`, { cause: err });
       }
       const ms = Math.round(performance.now() - t0);

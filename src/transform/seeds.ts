@@ -9,8 +9,8 @@
  * @module
  */
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
-import { basename, join } from 'node:path';
-import { TransformError } from '../errors.js';
+import { basename, join, resolve } from 'node:path';
+import { ConfigError, TransformError } from '../errors.js';
 import { quoteIdent } from './compileModel.js';
 import { sqlString } from '../warehouse/Warehouse.js';
 
@@ -22,6 +22,24 @@ export interface SeedSpec {
   path: string;
   /** Columns in header order with their DuckDB types (`varchar` unless declared). */
   columns: { name: string; type: string }[];
+  /**
+   * Set when an operator's file replaces the packaged CSV ({@link SeedOverride}): the option
+   * that named it, and the packaged columns, the only ones loaded (extra columns are ignored).
+   */
+  override?: { option: string; columns: string[] };
+}
+
+/**
+ * An operator's CSV that replaces a packaged seed (docs/models.md "Site names"): it must have
+ * every column of the packaged CSV's header, in any order; other columns are ignored.
+ */
+export interface SeedOverride {
+  /** The seed it replaces, e.g. `seed_site_names`. */
+  seed: string;
+  /** The operator's file. */
+  path: string;
+  /** The option that named the file, for error messages, e.g. `--site-names`. */
+  option: string;
 }
 
 const PROPERTIES_FILE = '_seeds.yml';
@@ -67,28 +85,65 @@ function parseHeader(line: string): string[] {
     .map((c) => c.trim().replace(/^"(.*)"$/, '$1'));
 }
 
+/** The header of a CSV file (first line). */
+function readHeader(path: string): string[] {
+  const first = readFileSync(path, 'utf8').split(/\r?\n/, 1)[0] ?? '';
+  return parseHeader(first);
+}
+
 /**
- * Read every `*.csv` of `dir` with the column types of `_seeds.yml`.
+ * Read every `*.csv` of `dir` with the column types of `_seeds.yml`; an override replaces
+ * the CSV of its seed by the operator's file.
  *
  * @throws {TransformError} on an unreadable file, an empty header, or a typed column missing from the CSV
+ * @throws {ConfigError} an override names an unknown seed, or its file cannot be read, or lacks a
+ *   column of the packaged seed (exit 2: the operator fixes the file)
  */
-export function loadSeedSpecs(dir: string): SeedSpec[] {
+export function loadSeedSpecs(dir: string, overrides: readonly SeedOverride[] = []): SeedSpec[] {
   if (!existsSync(dir)) return [];
   const propsPath = join(dir, PROPERTIES_FILE);
   const props = existsSync(propsPath) ? parseSeedProperties(readFileSync(propsPath, 'utf8'), propsPath) : new Map();
   const specs: SeedSpec[] = [];
-  for (const file of readdirSync(dir).filter((f) => f.endsWith('.csv')).sort()) {
+  const files = readdirSync(dir).filter((f) => f.endsWith('.csv')).sort();
+  for (const o of overrides) {
+    if (!files.includes(`${o.seed}.csv`)) throw new ConfigError(`${o.option}: there is no seed ${o.seed} to replace`);
+  }
+  for (const file of files) {
     const name = basename(file, '.csv');
     if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) throw new TransformError(`seed ${file}: the name is not a plain identifier`);
-    const path = join(dir, file);
-    const first = readFileSync(path, 'utf8').split(/\r?\n/, 1)[0] ?? '';
-    const header = parseHeader(first);
+    const packaged = join(dir, file);
+    const header = readHeader(packaged);
     if (header.length === 0 || header.some((h) => h === '')) throw new TransformError(`seed ${name}: empty or malformed header`);
     const types: Record<string, string> = props.get(name) ?? {};
     for (const col of Object.keys(types)) {
       if (!header.includes(col)) throw new TransformError(`seed ${name}: column ${col} is typed in ${PROPERTIES_FILE} but missing from the CSV`);
     }
-    specs.push({ name, path, columns: header.map((c) => ({ name: c, type: types[c] ?? 'varchar' })) });
+    const override = overrides.find((o) => o.seed === name);
+    if (override === undefined) {
+      specs.push({ name, path: packaged, columns: header.map((c) => ({ name: c, type: types[c] ?? 'varchar' })) });
+      continue;
+    }
+    const path = resolve(override.path);
+    let own: string[];
+    try {
+      own = readHeader(path);
+    } catch (err) {
+      throw new ConfigError(`${override.option} ${override.path}: cannot read the file (${(err as NodeJS.ErrnoException).code ?? 'error'})`, { cause: err });
+    }
+    const missing = header.filter((c) => !own.includes(c));
+    if (missing.length > 0) {
+      throw new ConfigError(`${override.option} ${override.path}: the header lacks column(s) ${missing.join(', ')}`, {
+        hint: `the first line must name the columns ${header.join(',')} (in any order)`,
+      });
+    }
+    const dup = own.find((c, i) => own.indexOf(c) !== i);
+    if (dup !== undefined) throw new ConfigError(`${override.option} ${override.path}: the header names column ${dup} twice`);
+    specs.push({
+      name,
+      path,
+      columns: own.map((c) => ({ name: c, type: types[c] ?? 'varchar' })),
+      override: { option: override.option, columns: header },
+    });
   }
   return specs;
 }
@@ -96,9 +151,10 @@ export function loadSeedSpecs(dir: string): SeedSpec[] {
 /** The `CREATE OR REPLACE TABLE` statement that loads one seed into `schema`. */
 export function seedSql(spec: SeedSpec, schema = 'main'): string {
   const cols = spec.columns.map((c) => `${sqlString(c.name)}: ${sqlString(c.type)}`).join(', ');
+  const select = spec.override ? spec.override.columns.map(quoteIdent).join(', ') : '*';
   return (
     `create or replace table ${quoteIdent(schema)}.${quoteIdent(spec.name)} as ` +
-    `select * from read_csv(${sqlString(spec.path)}, header = true, auto_detect = false, ` +
+    `select ${select} from read_csv(${sqlString(spec.path)}, header = true, auto_detect = false, ` +
     `delim = ',', quote = '"', escape = '"', columns = {${cols}})`
   );
 }

@@ -135,13 +135,17 @@ export class EventsClient {
    * fetched again whole from the same URL within the HTTP retry budget.
    *
    * @param url a first-page URL or a `nextPage`, sent verbatim
+   * @param opts.firstOfNewStream the URL is the first request of a new stream, built from
+   *   `--base-url`: a 404 then means the base URL is wrong, not that the upstream broke a cursor
+   * @throws {ConfigError} (exit 2) on a 404 to the first request of a new stream, pointing at
+   *   `RECRUIT_ETL_BASE_URL` (docs/contracts.md "Exit codes")
    * @throws {UpstreamContractError} (exit 6) for a URL on another origin or with user info (nothing
    *   sent), a 3xx, a 400/404/other 4xx, or a body that parses but breaks the contract
    * @throws {AuthError} (exit 3) on 403, or on a 401 that persists after one token refresh
    * @throws {UpstreamUnavailableError} (exit 4) when retries are spent (429, 5xx, network,
    *   timeouts, unreadable bodies)
    */
-  async fetchPage(url: string, signal?: AbortSignal): Promise<EventsPage> {
+  async fetchPage(url: string, signal?: AbortSignal, opts: { firstOfNewStream?: boolean } = {}): Promise<EventsPage> {
     const problem = cursorProblem(url, this.origin);
     if (problem !== undefined) {
       throw new UpstreamContractError(`refusing to send the token: the page URL ${problem}`);
@@ -169,6 +173,11 @@ export class EventsClient {
           hint: 'check that the client is allowed the configured trial ids and event types',
         });
       }
+      if (res.status === 404 && opts.firstOfNewStream === true) {
+        throw new ConfigError(`GET ${where} answered HTTP 404 on the first request of a new stream: no events endpoint at that URL`, {
+          hint: 'check --base-url (RECRUIT_ETL_BASE_URL): the events are read at {base_url}/rpi/events, so the base URL ends before /rpi',
+        });
+      }
       if (res.status >= 400) {
         throw new UpstreamContractError(`GET ${where} answered HTTP ${res.status}`);
       }
@@ -192,6 +201,11 @@ export interface PageStreamOptions {
    * contract (`--max-empty-pages`). Default {@link DEFAULT_MAX_EMPTY_PAGES}.
    */
   maxEmptyPages?: number;
+  /**
+   * `startUrl` is the first page of a new stream (no stored cursor): a 404 to it is a wrong
+   * `--base-url` (exit 2), see {@link EventsClient.fetchPage}. Default false.
+   */
+  newStream?: boolean;
 }
 
 /**
@@ -250,7 +264,7 @@ export async function* pageStream(client: EventsClient, startUrl: string, opts: 
   let emptyRun = 0;
 
   const fetchNumbered = (url: string, pageNo: number): Promise<EventsPage> => {
-    const p = client.fetchPage(url, signal).catch((err: unknown) => {
+    const p = client.fetchPage(url, signal, { firstOfNewStream: opts.newStream === true && pageNo === 1 }).catch((err: unknown) => {
       throw annotate(err, label, pageNo);
     });
     p.catch(() => undefined); // observed later (or never, when the caller stops early)

@@ -105,6 +105,8 @@ export class Warehouse {
   readonly logger: Logger;
   private inTransaction = false;
   private closed = false;
+  /** Set while {@link interruptible} runs: once aborted, no further statement starts. */
+  private stopSignal: AbortSignal | undefined;
 
   private constructor(
     path: string,
@@ -214,6 +216,7 @@ export class Warehouse {
    * @throws {WarehouseError}
    */
   async run(sql: string, params?: SqlParam[]): Promise<void> {
+    this.throwIfStopped();
     try {
       await this.conn.run(sql, params);
     } catch (err) {
@@ -227,6 +230,7 @@ export class Warehouse {
    * @throws {WarehouseError}
    */
   async all<T = Record<string, unknown>>(sql: string, params?: SqlParam[]): Promise<T[]> {
+    this.throwIfStopped();
     try {
       const reader = await this.conn.runAndReadAll(sql, params);
       return reader.getRowObjectsJS() as T[];
@@ -241,6 +245,7 @@ export class Warehouse {
    * @throws {WarehouseError}
    */
   async columns<T extends unknown[]>(sql: string, params?: SqlParam[]): Promise<{ [K in keyof T]: T[K][] }> {
+    this.throwIfStopped();
     try {
       const reader = await this.conn.runAndReadAll(sql, params);
       const cols = reader.getColumnsJS();
@@ -257,6 +262,7 @@ export class Warehouse {
    */
   async *streamColumns<T extends unknown[]>(sql: string, params?: SqlParam[]): AsyncGenerator<{ [K in keyof T]: T[K][] }> {
     let result;
+    this.throwIfStopped();
     try {
       result = await this.conn.stream(sql, params);
     } catch (err) {
@@ -345,7 +351,12 @@ export class Warehouse {
         await this.rollbackQuietly();
         throw err;
       }
-      await this.run('commit');
+      // Not through run(): a commit is never refused by a stop (an aborted fn never gets here).
+      try {
+        await this.conn.run('commit');
+      } catch (err) {
+        throw mapDuckDbError(err, 'committing', this.path);
+      }
       return result;
     } finally {
       this.inTransaction = false;
@@ -398,6 +409,34 @@ export class Warehouse {
   /** `CHECKPOINT`: fold the WAL into the file (end of a good run; docs/architecture.md "DuckDB"). */
   async checkpoint(): Promise<void> {
     await this.run('checkpoint');
+  }
+
+  /**
+   * While `fn` runs, an abort of `signal` interrupts the statement in flight (DuckDB's
+   * `interrupt`): it fails at once and its transaction rolls back, so a signal during a long
+   * transform or export stops the run within moments instead of after the statement
+   * (docs/contracts.md "Exit codes" 130 / 143). The connection stays usable afterwards.
+   */
+  async interruptible<T>(signal: AbortSignal | undefined, fn: () => Promise<T>): Promise<T> {
+    if (signal === undefined) return fn();
+    // DuckDB forgets an interrupt that arrives between statements: statements check the signal too.
+    const onAbort = (): void => this.conn.interrupt();
+    signal.addEventListener('abort', onAbort, { once: true });
+    const outer = this.stopSignal;
+    this.stopSignal = signal;
+    try {
+      return await fn();
+    } finally {
+      this.stopSignal = outer;
+      signal.removeEventListener('abort', onAbort);
+    }
+  }
+
+  private throwIfStopped(): void {
+    if (this.stopSignal?.aborted) {
+      const reason: unknown = this.stopSignal.reason;
+      throw reason instanceof Error ? reason : new WarehouseError('stopped');
+    }
   }
 
   /** Escape hatch for the writers in this folder: the raw connection. */

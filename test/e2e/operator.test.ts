@@ -4,8 +4,11 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import { logLines, runCli } from '../helpers/cli.js';
+import { logLines, ROOT, runCli } from '../helpers/cli.js';
+import { envFor, startSim } from '../helpers/sim.js';
 import { tempDir } from '../helpers/tmp.js';
 
 describe('options and configuration mistakes', () => {
@@ -85,6 +88,63 @@ describe('options and configuration mistakes', () => {
       expect(r.code, args.join(' ')).toBe(2);
       expect(r.stderr).toContain(label);
       expect(r.stderr.trim().split('\n')).toHaveLength(1);
+    }
+  });
+});
+
+describe('a wrong base URL', () => {
+  it("a 404 to a new stream's first request is exit 2 pointing at RECRUIT_ETL_BASE_URL; on a stored cursor it stays exit 6", async () => {
+    const api = await startSim({ seed: 4, patientsPerTrial: 5 });
+    const tmp = tempDir();
+    try {
+      const db = join(tmp.dir, 'w.duckdb');
+      const wrong = await runCli(['extract'], envFor(api, db, { RECRUIT_ETL_BASE_URL: `${api.baseUrl}/v2` }));
+      expect(wrong.code, wrong.stderr).toBe(2);
+      expect(wrong.stderr.trim().split('\n')).toHaveLength(1);
+      expect(wrong.stderr).toMatch(/HTTP 404 on the first request of a new stream/);
+      expect(wrong.stderr).toContain('RECRUIT_ETL_BASE_URL');
+
+      const env = envFor(api, db);
+      expect((await runCli(['extract'], env)).code).toBe(0);
+      // The stored cursor now answers 404: the upstream broke it, not the configuration.
+      api.faults.add({ endpoint: 'events', kind: 'status', code: 404, times: 1 });
+      const resumed = await runCli(['extract'], env);
+      expect(resumed.code, resumed.stderr).toBe(6);
+      expect(resumed.stderr).not.toContain('RECRUIT_ETL_BASE_URL');
+    } finally {
+      await api.close();
+      tmp.cleanup();
+    }
+  });
+});
+
+describe('a busy port', () => {
+  it('mock-api: exit 2 naming --port; make demo: says how to pick another (DEMO_PORT=…)', async () => {
+    const holder = createServer();
+    await new Promise<void>((resolve) => holder.listen(0, '127.0.0.1', resolve));
+    const port = (holder.address() as AddressInfo).port;
+    const tmp = tempDir();
+    try {
+      const sim = await runCli(['mock-api', '--port', String(port)]);
+      expect(sim.code).toBe(2);
+      expect(sim.stderr.trim()).toBe(`recruit-etl: error: --port (RECRUIT_ETL_PORT): 127.0.0.1:${port} is already in use (pick another port, or 0 for any free one)`);
+
+      const env: Record<string, string> = {};
+      for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('RECRUIT_ETL_') && !k.startsWith('DEMO_') && v !== undefined) env[k] = v;
+      const demo = await new Promise<{ code: number | null; stderr: string }>((resolve, reject) => {
+        const child = spawn('bash', ['scripts/demo.sh'], { cwd: ROOT, env: { ...env, DEMO_PORT: String(port), DEMO_DATA_DIR: tmp.dir }, stdio: ['ignore', 'pipe', 'pipe'] });
+        let stderr = '';
+        child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+        child.on('error', reject);
+        child.on('close', (code) => resolve({ code, stderr }));
+      });
+      expect(demo.code).toBe(2);
+      expect(demo.stderr).toContain(`demo: port ${port} is already in use`);
+      expect(demo.stderr).toContain('make demo DEMO_PORT=');
+      expect(demo.stderr).not.toContain('report it');
+    } finally {
+      holder.close();
+      tmp.cleanup();
     }
   });
 });

@@ -6,6 +6,8 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { join } from 'node:path';
 import { startMockApi, type MockApi } from '../../src/simulator/index.js';
+import { Warehouse } from '../../src/warehouse/Warehouse.js';
+import { existsSync } from 'node:fs';
 import { runCli } from '../helpers/cli.js';
 import { envFor } from '../helpers/sim.js';
 import { tempDir } from '../helpers/tmp.js';
@@ -47,6 +49,7 @@ describe.each([
     expect(state.runs).toHaveLength(1);
     expect(state.runs[0]!.status).toBe('interrupted');
     const n = state.ids.length;
+    expect(state.runs[0]!.eventsLoaded).toBe(n); // what its batches committed, not 0
     expect(n).toBeGreaterThanOrEqual(30); // pages 1-3 at least were committed before page 5 was asked for
     expect(n).toBeLessThan(expected.length);
     expect(n % 10).toBe(0); // whole pages only
@@ -79,5 +82,41 @@ describe('a second signal', () => {
     const again = await runCli(['extract'], env);
     expect(again.code, again.stderr).toBe(0);
     expectExactly(await readDb(db), expected, api.truth.events);
+  });
+});
+
+describe('a signal during the transform', () => {
+  it('stops the statement in flight: exit 143 within 5 s, the one stderr line, the run interrupted with the events it committed, no model kept', async () => {
+    const big = await startMockApi({ port: 0, seed: 5, patientsPerTrial: 3000 });
+    try {
+      const db = join(tmp.dir, 'wt.duckdb');
+      const exportDir = join(tmp.dir, 'exports');
+      const env = envFor(big, db, { RECRUIT_ETL_PAGE_SIZE: '1000', RECRUIT_ETL_LOG_LEVEL: 'debug', RECRUIT_ETL_EXPORT_DIR: exportDir });
+      const run = startCli(['run'], env);
+      await waitFor(() => run.output().stdout.includes('"msg":"model built"'), 40_000, 'the first model built');
+      const sentAt = Date.now();
+      run.child.kill('SIGTERM');
+      const r = await run.done;
+      const stopMs = Date.now() - sentAt;
+      expect(r.code, r.stderr).toBe(143);
+      expect(stopMs).toBeLessThan(5000);
+      expect(r.stderr.trim().split('\n')).toEqual(['recruit-etl: error: interrupted by SIGTERM']);
+      expect(existsSync(join(exportDir, 'manifest.json'))).toBe(false);
+
+      const state = await readDb(db);
+      expect(state.runs).toHaveLength(1);
+      expect(state.runs[0]!.status).toBe('interrupted');
+      expect(state.ids.length).toBe(expectedAll(big).length);
+      expect(state.runs[0]!.eventsLoaded).toBe(state.ids.length);
+      const wh = await Warehouse.open(db, { readOnly: true });
+      try {
+        const models = await wh.all("select table_name from information_schema.tables where table_schema = 'main'");
+        expect(models).toEqual([]); // the transform's transaction rolled back whole
+      } finally {
+        await wh.close();
+      }
+    } finally {
+      await big.close();
+    }
   });
 });

@@ -35,6 +35,10 @@ quarantined_events as (
     select * from {{ ref('dq_quarantined_events') }}
 ),
 
+unmapped_sites as (
+    select * from {{ ref('dq_unmapped_sites') }}
+),
+
 future_dated_events as (
     select * from {{ ref('dq_future_dated_events') }}
 ),
@@ -71,6 +75,10 @@ checks as (
     select 'dq_quarantined_events', 'events whose text DuckDB cannot store as JSON, kept in a readable form',
         count(*), count(*),
     from quarantined_events
+    union all
+    select 'dq_unmapped_sites', 'event sites (trial × site) without a display name in seed_site_names (--site-names)',
+        count(*), count(*),
+    from unmapped_sites
     union all
     select 'dq_future_dated_events', 'events whose domain time is more than a day after their publication (else extraction)',
         count(*), count(*),

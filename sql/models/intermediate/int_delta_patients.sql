@@ -62,7 +62,7 @@ unioned as (
 
 final as (
     select
-        md5(json_array(trial_id, referral_subject_id)::varchar) as patient_key,
+        {{ patient_key('trial_id', 'referral_subject_id') }} as patient_key,
         trial_id,
         referral_subject_id,
     from unioned

@@ -94,7 +94,7 @@ unioned as (
 flagged as (
     select
         *,
-        md5(json_array(trial_id, referral_subject_id)::varchar) as patient_key,
+        {{ patient_key('trial_id', 'referral_subject_id') }} as patient_key,
         -- A contact attempt carries only a date: its lag counts from the end of that day.
         date_diff(
             'millisecond',

@@ -110,6 +110,7 @@ joined as (
         coalesce(stage_milestones.has_regression, false) as has_regression,
         coalesce(stage_milestones.has_backfilled_status, false) as has_backfilled_status,
         coalesce(stage_milestones.has_contact_implying_status, false) as has_contact_implying_status,
+        stage_milestones.contact_implied_at,
         coalesce(stage_milestones.status_spell_count, 0) as status_spell_count,
         stage_milestones.final_disposition,
         current_spells.patient_status as current_status,
@@ -162,13 +163,19 @@ final as (
         date_diff('day', first_contact_attempt_date, last_contact_attempt_date) as contact_attempt_span_days,
         attempts_until_reached,
         first_reached_date,
+        -- the day reach is first known: a reaching attempt's date or the UTC date of the first
+        -- status that implies contact, whichever is earlier (null when is_reached is not true)
+        least(first_reached_date, cast(contact_implied_at as date)) as reached_date,
         -- Tri-state: true on a reaching outcome or a status that implies contact; false when
         -- some attempt's outcome says not reached; null when nothing is known.
         case
             when any_attempt_reached or has_contact_implying_status then true
             when not_reached_attempt_count > 0 then false
         end as is_reached,
+        -- Unreachable (docs/domain.md "Unreachable"): at least 3 attempts whose dates span at
+        -- least 14 days (first to last), and nothing says the patient was reached.
         contact_attempt_count >= 3
+            and date_diff('day', first_contact_attempt_date, last_contact_attempt_date) >= 14
             and not (any_attempt_reached or has_contact_implying_status) as is_unreachable_after_3_attempts,
         -- stages ever reached (high-water mark; each implies the ones before it)
         has_created_event or coalesce(high_water_rank >= 1, false) as reached_referred,

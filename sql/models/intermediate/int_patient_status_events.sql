@@ -75,7 +75,7 @@ unioned as (
 
 final as (
     select
-        md5(json_array(unioned.trial_id, unioned.referral_subject_id)::varchar) as patient_key,
+        {{ patient_key('unioned.trial_id', 'unioned.referral_subject_id') }} as patient_key,
         unioned.trial_id,
         unioned.referral_subject_id,
         unioned.event_id,

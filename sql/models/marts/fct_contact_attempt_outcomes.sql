@@ -54,7 +54,7 @@ final as (
         md5(json_array(distinct_outcomes.contact_attempt_id, distinct_outcomes.contact_attempt_outcome)::varchar)
             as contact_attempt_outcome_id,
         distinct_outcomes.contact_attempt_id,
-        md5(json_array(attempt_owners.owner.trial_id, attempt_owners.owner.referral_subject_id)::varchar)
+        {{ patient_key('attempt_owners.owner.trial_id', 'attempt_owners.owner.referral_subject_id') }}
             as patient_key,
         attempt_owners.owner.trial_id,
         attempt_owners.owner.referral_subject_id,

@@ -89,7 +89,7 @@ outcome_summary as (
 joined as (
     select
         first_events.contact_attempt_id,
-        md5(json_array(first_events.trial_id, first_events.referral_subject_id)::varchar) as patient_key,
+        {{ patient_key('first_events.trial_id', 'first_events.referral_subject_id') }} as patient_key,
         first_events.trial_id,
         first_events.referral_subject_id,
         first_events.site_id,

@@ -42,6 +42,7 @@ final as (
         patient_funnel.contact_attempt_span_days,
         patient_funnel.attempts_until_reached,
         patient_funnel.first_reached_date,
+        patient_funnel.reached_date,
         patient_funnel.is_reached,
         patient_funnel.is_unreachable_after_3_attempts,
         patient_funnel.reached_referred,

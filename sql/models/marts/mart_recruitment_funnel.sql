@@ -23,12 +23,18 @@ aggregated as (
     cross join data_as_of
 ),
 
+site_names as (
+    select * from {{ ref('int_site_names') }}
+),
+
 final as (
     select
-        md5(json_array(trial_id, site_id, referral_week)::varchar) as funnel_key,
-        trial_id,
-        site_id,
-        referral_week,
+        md5(json_array(aggregated.trial_id, aggregated.site_id, aggregated.referral_week)::varchar) as funnel_key,
+        aggregated.trial_id,
+        aggregated.site_id,
+        site_names.site_name,
+        site_names.mapped_sponsor_site_id,
+        aggregated.referral_week,
         date_diff('day', cast(cohort_end_at as date), cast(as_of_at as date)) as cohort_age_days,
         as_of_at,
         referrals,
@@ -92,6 +98,9 @@ final as (
         case when cohort_end_at + interval 60 day <= as_of_at then enrolled_within_60d_all end as enrolled_within_60d,
         case when cohort_end_at + interval 60 day <= as_of_at then referrals end as enrolled_within_60d_denominator,
     from aggregated
+    left join site_names
+        on aggregated.trial_id = site_names.trial_id
+        and aggregated.site_id = site_names.site_id
 )
 
 select * from final

@@ -8,6 +8,7 @@ import type { Argv, CommandModule } from 'yargs';
 import { MOCK_API_FAULT_HELP, MOCK_API_FLAGS, mockApiOptionsFromFlags, startMockApi, type MockApiFlagValues } from '../../simulator/index.js';
 import { coerceOptions, envName, optionsFor, resolveConfig, type Config, type OptionSpec } from '../../config/config.js';
 import { createLogger } from '../../log/logger.js';
+import { ConfigError } from '../../errors.js';
 import { gather, warnUnknownVariables, type CliContext } from '../context.js';
 import { declareOptions, HELP_EPILOGUE } from '../options.js';
 
@@ -66,7 +67,19 @@ export function mockApiCommand(ctx: CliContext): CommandModule {
       const { flags, logLevel, unknownVariables } = mockApiValues(ctx, argv);
       const logger = createLogger({ level: logLevel });
       warnUnknownVariables(logger, unknownVariables);
-      const api = await startMockApi({ ...mockApiOptionsFromFlags(flags), logger });
+      const options = mockApiOptionsFromFlags(flags);
+      let api;
+      try {
+        api = await startMockApi({ ...options, logger });
+      } catch (err) {
+        const code = (err as NodeJS.ErrnoException).code;
+        if (code !== 'EADDRINUSE' && code !== 'EACCES') throw err;
+        const where = `${options.host ?? '127.0.0.1'}:${String(options.port)}`;
+        throw new ConfigError(`--port (RECRUIT_ETL_PORT): ${where} ${code === 'EADDRINUSE' ? 'is already in use' : 'may not be bound by this user'}`, {
+          cause: err,
+          hint: 'pick another port, or 0 for any free one',
+        });
+      }
       ctx.stdout.write(
         `${JSON.stringify({
           mockApi: 'listening',

@@ -44,7 +44,7 @@ const COMMANDS: StageCommand[] = [
   },
   {
     name: 'export',
-    describe: 'write the marts and dimensions as Parquet with manifest.json',
+    describe: 'write the marts, dimensions and dq_ results as Parquet with manifest.json',
     stages: ['export'],
     needs: [],
   },

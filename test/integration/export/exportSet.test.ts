@@ -119,6 +119,16 @@ describe('exportParquet: the export set is atomic', () => {
     expect(tmpFilesUnder(dir)).toEqual([]);
   });
 
+  test('the marts, dimensions and dq_ results are exported and listed in the manifest; staging, intermediate and seeds are not', async () => {
+    await buildModels('run-1', 3, ['dq_summary', 'dq_unmapped_sites', 'fct_visit', 'mart_summary', 'dim_site', 'stg_events', 'int_patients', 'seed_event_types']);
+    const manifest = await exportParquet({ wh, exportDir: dir, runId: 'run-1' });
+    const want = files(['dim_site', 'dq_summary', 'dq_unmapped_sites', 'fct_visit', 'mart_summary']);
+    expect(manifest.files.map((f) => f.file).sort()).toEqual(want);
+    expect(readManifest().files.find((f) => f.model === 'dq_summary')).toMatchObject({ file: 'dq_summary.parquet', rows: 3, columns: [{ name: 'run', type: 'VARCHAR' }, { name: 'i', type: 'BIGINT' }] });
+    expect(readdirSync(dir).filter((f) => f.endsWith('.parquet')).sort()).toEqual(want);
+    expect(await readStable()).toMatchObject({ 'dq_summary.parquet': { runs: ['run-1'], rows: 3 } });
+  });
+
   test('a failure mid-export leaves the previous set whole at every stable path, and the half-written snapshot is removed', async () => {
     await buildModels('run-1', 1);
     const m1 = await exportParquet({ wh, exportDir: dir, runId: 'run-1' });

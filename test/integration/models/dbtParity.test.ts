@@ -77,6 +77,8 @@ describe('dbt build equals the runner', () => {
       await wh.run(`attach '${dbtDb.replaceAll("'", "''")}' as dbt_build (read_only)`);
       const names = [...built.seeds.map((s) => s.name), ...built.models.map((m) => m.name)];
       expect(names.length).toBeGreaterThan(20);
+      // the recruitment teams' views, the site names and their dq model are compared too
+      expect(names).toEqual(expect.arrayContaining(['seed_site_names', 'int_site_names', 'int_patient_activities', 'mart_site_activity', 'mart_site_activity_monthly', 'mart_open_referrals', 'dq_unmapped_sites']));
       const diffs: Record<string, unknown> = {};
       for (const name of names) {
         const [row] = await wh.all<{ only_runner: bigint; only_dbt: bigint; runner_rows: bigint; dbt_rows: bigint }>(`

@@ -160,6 +160,8 @@ export const DQ_SUMMARY: Expectation = {
     { check_name: 'dq_quarantined_events', issue_count: 0 },
     { check_name: 'dq_unknown_event_types', issue_count: 1 },
     { check_name: 'dq_unmapped_outcomes', issue_count: 1 },
+    // no --site-names: every event site (T1/S1, T1/S2, T2/S9) is listed
+    { check_name: 'dq_unmapped_sites', issue_count: 3 },
     { check_name: 'dq_unmapped_statuses', issue_count: 1 },
   ],
 };
@@ -191,6 +193,59 @@ export const SITE_HISTORY: Expectation = {
   ],
 };
 
+export const SITE_ACTIVITY: Expectation = {
+  sql: `select trial_id, site_id, activity_week::varchar as week, referrals_received::int as ref, referrals_acknowledged::int as ack,
+          first_contact_attempts::int as fca, contact_attempts::int as ca, patients_reached::int as reached,
+          pre_screenings::int as pre, visits_scheduled::int as vis, screenings::int as scr, enrolments::int as enr,
+          pre_screen_failures::int as psf, screen_failures::int as sf, is_complete_week as complete
+        from main.mart_site_activity order by trial_id, site_id, activity_week`,
+  rows: [
+    // p1, p2, p6 referred; p1 and the orphan p4 (attributed to S1, its first event) acknowledged; p2 reached by its
+    // preScreening status, p4 by its own; p1 by attempt A2
+    { trial_id: 'T1', site_id: 'S1', week: '2024-01-01', ref: 3, ack: 2, fca: 1, ca: 2, reached: 3, pre: 2, vis: 1, scr: 1, enr: 0, psf: 0, sf: 0, complete: T },
+    // p1's jump to enrolled on the 10th dates every stage it implies in that week; p2's screen failure
+    { trial_id: 'T1', site_id: 'S1', week: '2024-01-08', ref: 0, ack: 0, fca: 0, ca: 0, reached: 0, pre: 1, vis: 1, scr: 1, enr: 1, psf: 0, sf: 1, complete: T },
+    { trial_id: 'T1', site_id: 'S1', week: '2024-01-15', ref: 0, ack: 0, fca: 0, ca: 0, reached: 0, pre: 0, vis: 0, scr: 0, enr: 0, psf: 0, sf: 0, complete: T },
+    // as_of_at is Monday 2024-01-22 00:00: its week has only begun
+    { trial_id: 'T1', site_id: 'S1', week: '2024-01-22', ref: 0, ack: 0, fca: 0, ca: 0, reached: 0, pre: 0, vis: 0, scr: 0, enr: 0, psf: 0, sf: 0, complete: F },
+    { trial_id: 'T1', site_id: 'S2', week: '2024-01-01', ref: 1, ack: 0, fca: 1, ca: 1, reached: 1, pre: 1, vis: 1, scr: 1, enr: 0, psf: 0, sf: 0, complete: T },
+    { trial_id: 'T1', site_id: 'S2', week: '2024-01-08', ref: 0, ack: 0, fca: 0, ca: 0, reached: 0, pre: 0, vis: 0, scr: 0, enr: 0, psf: 0, sf: 0, complete: T },
+    { trial_id: 'T1', site_id: 'S2', week: '2024-01-15', ref: 0, ack: 0, fca: 0, ca: 0, reached: 0, pre: 0, vis: 0, scr: 0, enr: 0, psf: 0, sf: 0, complete: T },
+    { trial_id: 'T1', site_id: 'S2', week: '2024-01-22', ref: 0, ack: 0, fca: 0, ca: 0, reached: 0, pre: 0, vis: 0, scr: 0, enr: 0, psf: 0, sf: 0, complete: F },
+    { trial_id: 'T2', site_id: 'S9', week: '2024-01-08', ref: 1, ack: 0, fca: 1, ca: 2, reached: 0, pre: 0, vis: 0, scr: 0, enr: 0, psf: 0, sf: 0, complete: T },
+    { trial_id: 'T2', site_id: 'S9', week: '2024-01-15', ref: 0, ack: 0, fca: 0, ca: 0, reached: 0, pre: 0, vis: 0, scr: 0, enr: 0, psf: 0, sf: 0, complete: T },
+    // the third attempt, counted in its own week
+    { trial_id: 'T2', site_id: 'S9', week: '2024-01-22', ref: 0, ack: 0, fca: 0, ca: 1, reached: 0, pre: 0, vis: 0, scr: 0, enr: 0, psf: 0, sf: 0, complete: F },
+  ],
+};
+
+export const SITE_ACTIVITY_MONTHLY: Expectation = {
+  sql: `select trial_id, site_id, activity_month::varchar as month, activity_month_end::varchar as month_end,
+          referrals_received::int as ref, contact_attempts::int as ca, enrolments::int as enr, screen_failures::int as sf,
+          is_complete_month as complete
+        from main.mart_site_activity_monthly order by trial_id, site_id, activity_month`,
+  rows: [
+    { trial_id: 'T1', site_id: 'S1', month: '2024-01-01', month_end: '2024-01-31', ref: 3, ca: 2, enr: 1, sf: 1, complete: F },
+    { trial_id: 'T1', site_id: 'S2', month: '2024-01-01', month_end: '2024-01-31', ref: 1, ca: 1, enr: 0, sf: 0, complete: F },
+    { trial_id: 'T2', site_id: 'S9', month: '2024-01-01', month_end: '2024-01-31', ref: 1, ca: 3, enr: 0, sf: 0, complete: F },
+  ],
+};
+
+export const OPEN_REFERRALS: Expectation = {
+  sql: `select trial_id, site_id, referral_subject_id, worklist_rank::int as rank, worklist_step as step,
+          referred_at::varchar as referred_at, age_days::int as age_days, is_acknowledged, contact_attempt_count::int as attempts,
+          last_contact_attempt_date::varchar as last_attempt, last_contact_attempt_at::varchar as last_attempt_at,
+          days_since_last_attempt::int as since_last, current_status, as_of_at::varchar as as_of_at
+        from main.mart_open_referrals order by trial_id, site_id, worklist_rank`,
+  rows: [
+    // p1 enrolled and p6 archived are off the list; the orphan p4 has no referral
+    { trial_id: 'T1', site_id: 'S1', referral_subject_id: 'p2', rank: 1, step: 'acknowledge', referred_at: '2024-01-02 07:30:00', age_days: 20, is_acknowledged: F, attempts: 0, last_attempt: null, last_attempt_at: null, since_last: null, current_status: 'inScreening', as_of_at: '2024-01-22 00:00:00' },
+    // an unknown current status: open, by its latest known status (preScreening)
+    { trial_id: 'T1', site_id: 'S2', referral_subject_id: 'p3', rank: 1, step: 'acknowledge', referred_at: '2024-01-03 11:00:00', age_days: 19, is_acknowledged: F, attempts: 1, last_attempt: '2024-01-04', last_attempt_at: '2024-01-04 16:00:00', since_last: 18, current_status: 'someNewStatus', as_of_at: '2024-01-22 00:00:00' },
+    { trial_id: 'T2', site_id: 'S9', referral_subject_id: 'p5', rank: 1, step: 'acknowledge', referred_at: '2024-01-08 08:00:00', age_days: 14, is_acknowledged: F, attempts: 3, last_attempt: '2024-01-22', last_attempt_at: '2024-01-22 09:00:00', since_last: 0, current_status: 'potentialCandidate', as_of_at: '2024-01-22 00:00:00' },
+  ],
+};
+
 /** Every expectation, by name. */
 export const EXPECTATIONS: Record<string, Expectation> = {
   fct_patient_status_history: STATUS_HISTORY,
@@ -200,6 +255,9 @@ export const EXPECTATIONS: Record<string, Expectation> = {
   fct_patient_funnel_stages: FUNNEL_STAGES,
   fct_patient_funnel_flags: FUNNEL_FLAGS,
   mart_recruitment_funnel: MART,
+  mart_site_activity: SITE_ACTIVITY,
+  mart_site_activity_monthly: SITE_ACTIVITY_MONTHLY,
+  mart_open_referrals: OPEN_REFERRALS,
   dq_summary: DQ_SUMMARY,
   dim_study_website_sites: SITES,
   dim_study_website_sites_history: SITE_HISTORY,

@@ -30,13 +30,15 @@ export interface RawEventRow {
   extracted_at: string;
 }
 
-type Ev = Omit<RawEventRow, 'stream_id' | 'stream_position' | 'extracted_at'>;
+/** A fixture event before it is given a stream and position. */
+export type Ev = Omit<RawEventRow, 'stream_id' | 'stream_position' | 'extracted_at'>;
 
 function plusMinute(iso: string): string {
   return new Date(Date.parse(iso) + 60_000).toISOString();
 }
 
-function created(id: string, trial: string, subject: string, site: string, referral: string, createdTime: string, status = 'potentialCandidate', type = 'v1.patient.created', extra: Record<string, unknown> = {}, published?: string): Ev {
+/** A created event (`createdTime` + 1 min published unless given). */
+export function created(id: string, trial: string, subject: string, site: string, referral: string, createdTime: string, status = 'potentialCandidate', type = 'v1.patient.created', extra: Record<string, unknown> = {}, published?: string): Ev {
   return {
     event_id: id,
     event_type: type,
@@ -45,7 +47,8 @@ function created(id: string, trial: string, subject: string, site: string, refer
   };
 }
 
-function ack(id: string, trial: string, subject: string, site: string, at: string): Ev {
+/** A referralAcknowledged event (type under `name`). */
+export function ack(id: string, trial: string, subject: string, site: string, at: string): Ev {
   return {
     event_id: id,
     event_type: 'v1.patient.referralAcknowledged',
@@ -55,7 +58,8 @@ function ack(id: string, trial: string, subject: string, site: string, at: strin
   };
 }
 
-function status(id: string, trial: string, subject: string, site: string, value: string, at: string | undefined, published?: string): Ev {
+/** A statusChanged event; `at` undefined leaves out statusChangedTime (an invalid event). */
+export function status(id: string, trial: string, subject: string, site: string, value: string, at: string | undefined, published?: string): Ev {
   const message: Record<string, unknown> = { siteId: site, trialId: trial, referralSubjectId: subject, patientStatus: value };
   if (at !== undefined) message['statusChangedTime'] = at;
   return {
@@ -66,7 +70,8 @@ function status(id: string, trial: string, subject: string, site: string, value:
   };
 }
 
-function attempt(id: string, type: 'v1.contactAttempt.created' | 'v1.patient.contactAttempt.created', trial: string, subject: string, site: string, attemptId: string, date: string, createdTime: string, outcomes: string[]): Ev {
+/** A contact-attempt event under either spelling. */
+export function attempt(id: string, type: 'v1.contactAttempt.created' | 'v1.patient.contactAttempt.created', trial: string, subject: string, site: string, attemptId: string, date: string, createdTime: string, outcomes: string[]): Ev {
   return {
     event_id: id,
     event_type: type,

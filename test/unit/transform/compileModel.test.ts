@@ -58,6 +58,17 @@ describe('macros', () => {
     expect(m.refs).toEqual(['stg_events']);
   });
 
+  test("the project's patient_key macro is the one patient key expression, and the only place it is written", async () => {
+    const macros = loadMacros(MACROS_DIR);
+    const m = compileModel('x', `select {{ patient_key('e.trial_id', 'e.referral_subject_id') }} as patient_key from e`, 'main', macros);
+    expect(m.sql).toBe('select md5(json_array(e.trial_id, e.referral_subject_id)::varchar) as patient_key from e');
+    const { readFileSync } = await import('node:fs');
+    const { listModelFiles } = await import('../../../src/transform/runTransform.js');
+    const { MODELS_DIR } = await import('../../../src/paths.js');
+    const spelled = listModelFiles(MODELS_DIR).filter((f) => /md5\(\s*json_array\([^)]*referral_subject_id/.test(readFileSync(f, 'utf8')));
+    expect(spelled).toEqual([]);
+  });
+
   test('loads the definitions of a folder; a wrong call, an unknown macro or a missing folder are handled', () => {
     const dir = mkdtempSync(join(tmpdir(), 'macros-'));
     try {

@@ -2,6 +2,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, test } from 'vitest';
 import { SEEDS_DIR } from '../../../src/paths.js';
+import { ConfigError } from '../../../src/errors.js';
 import { loadSeedSpecs, parseSeedProperties, seedSql } from '../../../src/transform/seeds.js';
 import { tempDir } from '../../helpers/tmp.js';
 
@@ -11,7 +12,7 @@ describe('seeds', () => {
 
   test('the real seeds: every column typed in _seeds.yml, in header order', () => {
     const specs = loadSeedSpecs(SEEDS_DIR);
-    expect(specs.map((s) => s.name)).toEqual(['seed_contact_outcomes', 'seed_event_types', 'seed_patient_status_stages']);
+    expect(specs.map((s) => s.name)).toEqual(['seed_contact_outcomes', 'seed_event_types', 'seed_patient_status_stages', 'seed_site_names']);
     const stages = specs.find((s) => s.name === 'seed_patient_status_stages')!;
     expect(stages.columns).toEqual([
       { name: 'patient_status', type: 'varchar' },
@@ -42,5 +43,31 @@ describe('seeds', () => {
     expect(seedSql(spec!)).toMatch(/columns = \{'x': 'varchar', 'y': 'integer'\}/);
     writeFileSync(join(dir, '_seeds.yml'), '{"seeds": [{"name": "seed_a", "config": {"column_types": {"z": "integer"}}}]}');
     expect(() => loadSeedSpecs(dir)).toThrow(/column z/);
+  });
+
+  test("an operator's file replaces a packaged seed: its columns in any order, extra ones ignored, missing ones refused (exit 2)", () => {
+    const own = join(tmp.dir, 'names.csv');
+    writeFileSync(own, 'site_name,notes,site_id,sponsor_site_id,trial_id\nSite One,x,S1,,\n');
+    const specs = loadSeedSpecs(SEEDS_DIR, [{ seed: 'seed_site_names', path: own, option: '--site-names' }]);
+    const spec = specs.find((s) => s.name === 'seed_site_names')!;
+    expect(spec.path).toBe(own);
+    expect(spec.columns.map((c) => c.name)).toEqual(['site_name', 'notes', 'site_id', 'sponsor_site_id', 'trial_id']);
+    expect(seedSql(spec)).toMatch(/^create or replace table "main"\."seed_site_names" as select "site_id", "trial_id", "site_name", "sponsor_site_id" from read_csv\(/);
+    const bad = (header: string): unknown => {
+      writeFileSync(own, `${header}\n`);
+      try {
+        loadSeedSpecs(SEEDS_DIR, [{ seed: 'seed_site_names', path: own, option: '--site-names' }]);
+      } catch (err) {
+        return err;
+      }
+      return undefined;
+    };
+    const missing = bad('site_id,site_name');
+    expect(missing).toBeInstanceOf(ConfigError);
+    expect((missing as Error).message).toBe(`--site-names ${own}: the header lacks column(s) trial_id, sponsor_site_id`);
+    expect((bad('site_id,trial_id,site_name,sponsor_site_id,site_id') as Error).message).toMatch(/names column site_id twice/);
+    expect(bad('')).toBeInstanceOf(ConfigError);
+    expect(() => loadSeedSpecs(SEEDS_DIR, [{ seed: 'seed_site_names', path: join(tmp.dir, 'nope.csv'), option: '--site-names' }])).toThrow(/cannot read the file \(ENOENT\)/);
+    expect(() => loadSeedSpecs(SEEDS_DIR, [{ seed: 'seed_nothing', path: own, option: '--x' }])).toThrow(ConfigError);
   });
 });

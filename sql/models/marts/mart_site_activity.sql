@@ -1,0 +1,106 @@
+-- One row per trial × site × ISO week (UTC, as the date of its Monday) of recruitment
+-- activity, each activity counted in the week of its own domain date, not of the referral
+-- (docs/models.md "mart_site_activity"): referrals received, acknowledged, first contact
+-- attempts, patients reached, stages first reached, enrolments and failures. Weeks without
+-- activity are rows of zeros from the site's first active week to the week of as_of_at, so
+-- "which sites enrolled nobody in the last 4 weeks" is a sum over rows. Counts are additive:
+-- sum them over weeks, sites or trials. The monthly rollup is mart_site_activity_monthly.
+
+with
+
+activities as (
+    select * from {{ ref('int_patient_activities') }}
+),
+
+funnel as (
+    select * from {{ ref('fct_patient_funnel') }}
+),
+
+site_names as (
+    select * from {{ ref('int_site_names') }}
+),
+
+data_as_of as (
+    select max(as_of_at) as as_of_at from funnel
+),
+
+weekly as (
+    select
+        trial_id,
+        site_id,
+        cast(date_trunc('week', activity_date) as date) as activity_week,
+        count(*) filter (where activity = 'referral_received') as referrals_received,
+        count(*) filter (where activity = 'referral_acknowledged') as referrals_acknowledged,
+        count(*) filter (where activity = 'first_contact_attempt') as first_contact_attempts,
+        count(*) filter (where activity = 'contact_attempt') as contact_attempts,
+        count(*) filter (where activity = 'patient_reached') as patients_reached,
+        count(*) filter (where activity = 'pre_screening') as pre_screenings,
+        count(*) filter (where activity = 'visit_scheduled') as visits_scheduled,
+        count(*) filter (where activity = 'screening') as screenings,
+        count(*) filter (where activity = 'enrolment') as enrolments,
+        count(*) filter (where activity = 'pre_screen_failure') as pre_screen_failures,
+        count(*) filter (where activity = 'screen_failure') as screen_failures,
+    from activities
+    group by trial_id, site_id, activity_week
+),
+
+site_spans as (
+    select
+        trial_id,
+        site_id,
+        min(activity_week) as first_week,
+        max(activity_week) as last_week,
+    from weekly
+    group by trial_id, site_id
+),
+
+spine as (
+    -- Every week from the site's first active week to the week of as_of_at (or its last
+    -- active week, if later).
+    select
+        site_spans.trial_id,
+        site_spans.site_id,
+        cast(unnest(generate_series(
+            cast(site_spans.first_week as timestamp),
+            cast(greatest(site_spans.last_week, cast(date_trunc('week', data_as_of.as_of_at) as date)) as timestamp),
+            interval 7 day
+        )) as date) as activity_week,
+        data_as_of.as_of_at,
+    from site_spans
+    cross join data_as_of
+),
+
+final as (
+    select
+        md5(json_array(spine.trial_id, spine.site_id, spine.activity_week)::varchar) as site_activity_key,
+        spine.trial_id,
+        spine.site_id,
+        site_names.site_name,
+        site_names.mapped_sponsor_site_id,
+        spine.activity_week,
+        spine.activity_week + 6 as activity_week_end,
+        coalesce(weekly.referrals_received, 0) as referrals_received,
+        coalesce(weekly.referrals_acknowledged, 0) as referrals_acknowledged,
+        coalesce(weekly.first_contact_attempts, 0) as first_contact_attempts,
+        coalesce(weekly.contact_attempts, 0) as contact_attempts,
+        coalesce(weekly.patients_reached, 0) as patients_reached,
+        coalesce(weekly.pre_screenings, 0) as pre_screenings,
+        coalesce(weekly.visits_scheduled, 0) as visits_scheduled,
+        coalesce(weekly.screenings, 0) as screenings,
+        coalesce(weekly.enrolments, 0) as enrolments,
+        coalesce(weekly.pre_screen_failures, 0) as pre_screen_failures,
+        coalesce(weekly.screen_failures, 0) as screen_failures,
+        -- a week not over as of the data holds part of its activity only
+        cast(spine.activity_week + 7 as timestamp) <= spine.as_of_at as is_complete_week,
+        spine.as_of_at,
+    from spine
+    left join weekly
+        on spine.trial_id = weekly.trial_id
+        and spine.site_id is not distinct from weekly.site_id
+        and spine.activity_week = weekly.activity_week
+    left join site_names
+        on spine.trial_id = site_names.trial_id
+        and spine.site_id = site_names.site_id
+)
+
+select * from final
