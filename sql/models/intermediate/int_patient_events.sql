@@ -3,6 +3,8 @@
 -- publication lag. Events missing a key or their domain time are left to dq_invalid_events.
 
 {{ config(materialized='incremental', unique_key='patient_key', incremental_strategy='delete+insert') }}
+-- dbt sees refs inside is_incremental() blocks only when named here (docs/incremental.md "dbt").
+-- depends_on: {{ ref('int_delta_patients') }}
 
 with
 

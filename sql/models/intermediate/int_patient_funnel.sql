@@ -4,6 +4,8 @@
 -- against the data, never against now().
 
 {{ config(materialized='incremental', unique_key='patient_key', incremental_strategy='delete+insert') }}
+-- dbt sees refs inside is_incremental() blocks only when named here (docs/incremental.md "dbt").
+-- depends_on: {{ ref('int_delta_patients') }}
 
 with
 

@@ -3,6 +3,8 @@
 -- (unknown values: stage 'unmapped', no rank), in domain order with event order as tie-break.
 
 {{ config(materialized='incremental', unique_key='patient_key', incremental_strategy='delete+insert') }}
+-- dbt sees refs inside is_incremental() blocks only when named here (docs/incremental.md "dbt").
+-- depends_on: {{ ref('int_delta_patients') }}
 
 with
 

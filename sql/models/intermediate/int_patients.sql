@@ -3,6 +3,8 @@
 -- order); the site is that event's site, else the site of the patient's first event.
 
 {{ config(materialized='incremental', unique_key='patient_key', incremental_strategy='delete+insert') }}
+-- dbt sees refs inside is_incremental() blocks only when named here (docs/incremental.md "dbt").
+-- depends_on: {{ ref('int_delta_patients') }}
 
 with
 

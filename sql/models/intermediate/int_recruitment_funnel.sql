@@ -5,6 +5,8 @@
 -- trial is recomputed from the stored patient facts when one of its patients changed.
 
 {{ config(materialized='incremental', unique_key='trial_id', incremental_strategy='delete+insert') }}
+-- dbt sees refs inside is_incremental() blocks only when named here (docs/incremental.md "dbt").
+-- depends_on: {{ ref('int_delta_patients') }}
 
 with
 

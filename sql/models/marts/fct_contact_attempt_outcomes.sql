@@ -2,6 +2,8 @@
 -- mapped through seed_contact_outcomes (unknown values: is_mapped false, is_reached null).
 
 {{ config(materialized='incremental', unique_key='contact_attempt_id', incremental_strategy='delete+insert') }}
+-- dbt sees refs inside is_incremental() blocks only when named here (docs/incremental.md "dbt").
+-- depends_on: {{ ref('int_delta_contact_attempts') }}
 
 with
 

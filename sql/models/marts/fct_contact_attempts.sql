@@ -2,6 +2,9 @@
 -- attempt's facts from its first event, outcomes from all of them, its number per patient.
 
 {{ config(materialized='incremental', unique_key='contact_attempt_id', incremental_strategy='delete+insert') }}
+-- dbt sees refs inside is_incremental() blocks only when named here (docs/incremental.md "dbt").
+-- depends_on: {{ ref('int_delta_contact_attempts') }}
+-- depends_on: {{ ref('int_delta_patients') }}
 
 with
 

@@ -3,6 +3,8 @@
 -- observation until the next spell starts. A backfilled status slots into its place.
 
 {{ config(materialized='incremental', unique_key='patient_key', incremental_strategy='delete+insert') }}
+-- dbt sees refs inside is_incremental() blocks only when named here (docs/incremental.md "dbt").
+-- depends_on: {{ ref('int_delta_patients') }}
 
 with
 

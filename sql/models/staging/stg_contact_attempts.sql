@@ -3,6 +3,8 @@
 -- contact_attempt_id; fct_contact_attempts makes them one attempt.
 
 {{ config(materialized='incremental', unique_key='event_id', incremental_strategy='delete+insert') }}
+-- dbt sees refs inside is_incremental() blocks only when named here (docs/incremental.md "dbt").
+-- depends_on: {{ ref('int_delta_events') }}
 
 with
 

@@ -11,6 +11,8 @@
 -- from copying raw.events (messages included) into a CTE buffer.
 
 {{ config(materialized='incremental', unique_key='event_id', incremental_strategy='delete+insert') }}
+-- dbt sees refs inside is_incremental() blocks only when named here (docs/incremental.md "dbt").
+-- depends_on: {{ ref('int_delta_events') }}
 
 with
 

@@ -1,6 +1,8 @@
 -- One row per status-changed event, typed. patient_status is an open enum: passed through as sent.
 
 {{ config(materialized='incremental', unique_key='event_id', incremental_strategy='delete+insert') }}
+-- dbt sees refs inside is_incremental() blocks only when named here (docs/incremental.md "dbt").
+-- depends_on: {{ ref('int_delta_events') }}
 
 with
 

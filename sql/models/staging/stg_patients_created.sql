@@ -2,6 +2,8 @@
 -- A patient created under several versions has several rows here; int_patients keeps one.
 
 {{ config(materialized='incremental', unique_key='event_id', incremental_strategy='delete+insert') }}
+-- dbt sees refs inside is_incremental() blocks only when named here (docs/incremental.md "dbt").
+-- depends_on: {{ ref('int_delta_events') }}
 
 with
 
