@@ -8,6 +8,7 @@
  */
 import type { Writable } from 'node:stream';
 import {
+  ConfigSchema,
   gatherOptions,
   optionsFor,
   readConfigFile,
@@ -41,6 +42,19 @@ export interface CliContext {
    * stderr error line and `etl.runs` are scrubbed of them (docs/security.md).
    */
   secrets: SecretRegistry;
+  /**
+   * Set once a command's options are gathered with `--metrics-file`: the CLI rewrites that
+   * file when the command ends, whatever its exit code (src/metrics/metricsFile.ts).
+   */
+  metrics?: {
+    path: string;
+    command: CommandName;
+    startedAt: Date;
+    /** `--file-mode` as a number, once validated. */
+    fileMode?: number;
+    /** Events the command committed (told by the job). */
+    eventsLoaded: number;
+  };
 }
 
 /** The raw option values of a command, by precedence, and the variables nobody declares. */
@@ -86,6 +100,12 @@ export function prepare(
   needs: readonly Need[] | ((raw: Record<string, unknown>) => readonly Need[]),
 ): { config: Config; logger: Logger; secrets: SecretRegistry } {
   const { raw, unknownVariables: unknown } = gather(ctx, argv, optionsFor(command));
+  // Before validation: a command refused on its options (exit 2) is recorded in the metrics too.
+  if (typeof raw['metricsFile'] === 'string' && raw['metricsFile'] !== '') {
+    ctx.metrics = { path: raw['metricsFile'], command, startedAt: new Date(), eventsLoaded: 0 };
+    const mode = ConfigSchema.shape.fileMode.safeParse(typeof raw['fileMode'] === 'number' ? String(raw['fileMode']) : raw['fileMode']);
+    if (mode.success) ctx.metrics.fileMode = mode.data;
+  }
   let config: Config;
   try {
     config = resolveConfig(raw, typeof needs === 'function' ? needs(raw) : needs);
@@ -95,6 +115,7 @@ export function prepare(
     throw new ConfigError(err.message, { cause: err.cause, hint: `${err.hint ?? ''}; unknown variables ignored: ${unknown.join(', ')}` });
   }
   ctx.secrets.addSecret(config.clientSecret);
+  if (ctx.metrics) ctx.metrics.fileMode = config.fileMode;
   const level = config.verbose && config.logLevel === 'info' ? 'debug' : config.logLevel;
   const logger = createLogger({
     level,

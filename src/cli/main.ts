@@ -13,6 +13,8 @@ import { SecretRegistry } from '../log/secrets.js';
 import type { CliContext } from './context.js';
 import { HELP_EPILOGUE } from './options.js';
 import { keyName } from '../config/config.js';
+import { readerModes } from '../fs/readerFiles.js';
+import { writeMetricsFile } from '../metrics/metricsFile.js';
 import { stageCommands } from './commands/stages.js';
 import { statusCommand } from './commands/status.js';
 import { streamsCommand } from './commands/streams.js';
@@ -108,14 +110,40 @@ export async function run(argv: readonly string[], io: RunIo = {}): Promise<numb
     // mock-api ends normally on a signal.
     return 0;
   }
+  let exitCode = ctx.exitCode;
   if (failure !== undefined) {
     const reason: unknown = controller.signal.reason;
     // After a signal, whatever failed failed because of it: say so (exit 130 / 143).
     const err = controller.signal.aborted && reason instanceof InterruptedError && !(failure instanceof InterruptedError) ? reason : failure;
-    const { exitCode, text } = describeFailure(err, ctx.verbose, ctx.secrets);
+    const described = describeFailure(err, ctx.verbose, ctx.secrets);
+    exitCode = described.exitCode;
     ctx.logger?.error({ code: (err as { code?: string }).code, exitCode }, 'run failed');
-    ctx.stderr.write(`${text}\n`);
-    return exitCode;
+    ctx.stderr.write(`${described.text}\n`);
   }
-  return ctx.exitCode;
+  await writeMetrics(ctx, exitCode);
+  return exitCode;
+}
+
+/**
+ * Rewrite `--metrics-file` with this command's outcome (docs/contracts.md "Metrics"). A
+ * failure to write it is logged and leaves the exit code alone: the command's outcome stands,
+ * and the file's age tells the monitoring.
+ */
+async function writeMetrics(ctx: CliContext, exitCode: number): Promise<void> {
+  const m = ctx.metrics;
+  if (m === undefined) return;
+  const warn = (msg: string, extra: Record<string, unknown> = {}): void => {
+    if (ctx.logger) ctx.logger.warn({ metricsFile: m.path, ...extra }, msg);
+    else ctx.stderr.write(`recruit-etl: warning: ${msg}: ${m.path}\n`);
+  };
+  try {
+    await writeMetricsFile(
+      m.path,
+      { command: m.command, exitCode, startedAt: m.startedAt, finishedAt: new Date(), eventsLoaded: m.eventsLoaded },
+      readerModes(m.fileMode),
+      (why) => warn(`the previous metrics file is replaced: ${why}`),
+    );
+  } catch (err) {
+    warn('cannot write the metrics file', { err: { message: `${(err as NodeJS.ErrnoException).code ?? ''} ${(err as Error).message}` } });
+  }
 }

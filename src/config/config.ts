@@ -92,6 +92,17 @@ const duckdbSize = z.string().regex(DUCKDB_SIZE, 'must be a DuckDB size such as 
 const int = z.number().int().positive();
 
 /**
+ * `--file-mode`: the owner reads and writes; group and others may read, never write or
+ * execute (docs/contracts.md "Files and permissions"). Parsed to the number (0o640).
+ */
+const fileMode = z
+  .string()
+  .trim()
+  .regex(/^0?6[04][04]$/, 'must be 0600, 0640, 0644 or 0604: the owner reads and writes, group and others read at most')
+  .default('0600')
+  .transform((v) => Number.parseInt(v, 8));
+
+/**
  * Every option, validated. Field names are the camelCase of the kebab-case flags; each field
  * is also `RECRUIT_ETL_<FLAG_IN_UPPER_SNAKE>` and a key of the `--config` file.
  *
@@ -117,6 +128,17 @@ export const ConfigSchema = z.object({
     group: GENERAL,
   }),
   verbose: option(z.boolean().default(false).describe('stack traces on failure, debug logs'), { commands: ALL, group: GENERAL }),
+  /** Mode of every file written for readers, and the matching folder mode (src/fs/readerFiles.ts). */
+  fileMode: option(fileMode.describe('mode of the files written for readers (published copy, exports, manifest, metrics); folders get the matching mode (0640 → 0750); the live database stays 0600'), {
+    commands: PIPELINE,
+    group: GENERAL,
+  }),
+  /** The Prometheus text file rewritten after every pipeline command (src/metrics/metricsFile.ts). */
+  metricsFile: option(z.string().min(1).optional().describe("Prometheus text file rewritten after every command, success or failure (node_exporter's textfile collector)"), {
+    commands: PIPELINE,
+    group: GENERAL,
+    defaultHelp: 'none',
+  }),
   /** Read by src/failpoints.ts from the environment (crash tests only); declared so that the variable is known. */
   failpoint: option(z.string().optional().describe('tests only: <name>:<n> SIGKILLs the process (src/failpoints.ts)'), {
     commands: PIPELINE,

@@ -14,12 +14,13 @@
  *
  * @module
  */
-import { chmodSync, mkdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { ExportError, isEtlError } from '../errors.js';
 import { type Logger, silentLogger } from '../log/logger.js';
 import { sqlString, type Warehouse } from '../warehouse/Warehouse.js';
 import { failpoint } from '../failpoints.js';
+import { ensureReaderDir, readerModes, setReaderFileMode, type ReaderModes } from '../fs/readerFiles.js';
 import {
   adoptLegacyLayout,
   CURRENT_LINK,
@@ -67,6 +68,8 @@ export interface ExportOptions {
   runId: string;
   logger?: Logger;
   now?: () => Date;
+  /** `--file-mode` of the Parquet files and the manifest, and its folder mode; default 0600 / 0700 (src/fs/readerFiles.ts). */
+  modes?: ReaderModes;
 }
 
 /**
@@ -85,19 +88,21 @@ export async function exportParquet(opts: ExportOptions): Promise<Manifest> {
   const logger = (opts.logger ?? silentLogger()).child({ stage: 'export' });
   const dir = resolve(opts.exportDir);
   const { runId } = opts;
+  const modes = opts.modes ?? readerModes();
   if (!isSafeSnapshotName(runId)) throw new ExportError(`run id ${JSON.stringify(runId)} cannot name a snapshot folder`);
   const snapshot = snapshotRef(runId);
   const snapDir = join(dir, SNAPSHOTS_DIR, runId);
   let previous: string | undefined;
   try {
-    mkdirSync(join(dir, SNAPSHOTS_DIR), { recursive: true, mode: 0o700 });
+    ensureReaderDir(dir, modes);
+    ensureReaderDir(join(dir, SNAPSHOTS_DIR), modes, true);
     sweepTemporaries(dir);
-    const legacy = adoptLegacyLayout(dir, runId);
+    const legacy = adoptLegacyLayout(dir, runId, modes);
     if (legacy !== undefined) logger.info({ snapshot: snapshotRef(legacy) }, 'export folder upgraded: the files of the previous export are now its snapshot');
     previous = currentSnapshotId(dir);
     if (previous === runId) throw new ExportError(`${snapDir} is already the published export; a run id is used once`);
     rmSync(snapDir, { recursive: true, force: true });
-    mkdirSync(snapDir, { mode: 0o700 });
+    ensureReaderDir(snapDir, modes, true);
   } catch (err) {
     if (isEtlError(err)) throw err;
     throw new ExportError(`cannot prepare the export folder ${dir}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`, { cause: err });
@@ -143,7 +148,7 @@ export async function exportParquet(opts: ExportOptions): Promise<Manifest> {
 }
 
 /**
- * Write every exported model and the manifest into `snapDir` (0600 files), each file
+ * Write every exported model and the manifest into `snapDir` (files of `--file-mode`), each file
  * read back and fsynced, the folder fsynced last.
  *
  * @throws {ExportError} a model failed to export or read back, or the manifest could not be written
@@ -168,7 +173,7 @@ async function writeSnapshot(opts: ExportOptions, snapDir: string, snapshot: str
       const columns = await opts.wh.all<{ column_name: string; column_type: string }>(
         `select column_name, column_type from (describe select * from read_parquet(${sqlString(tmp)}))`,
       );
-      chmodSync(tmp, 0o600);
+      setReaderFileMode(tmp, opts.modes ?? readerModes());
       fsyncPath(tmp, 'file');
       failpoint('export.mid-file');
       const bytes = statSync(tmp).size;
@@ -191,6 +196,7 @@ async function writeSnapshot(opts: ExportOptions, snapDir: string, snapshot: str
   const tmp = join(snapDir, `.${MANIFEST_FILE}.${opts.runId}.tmp`);
   try {
     writeFileSync(tmp, `${JSON.stringify(manifest, null, 2)}\n`, { mode: 0o600 });
+    setReaderFileMode(tmp, opts.modes ?? readerModes());
     fsyncPath(tmp, 'file');
     renameSync(tmp, path);
     fsyncPath(snapDir, 'dir');

@@ -4,7 +4,7 @@
  *
  * ```
  * <export-dir>/
- *   snapshots/<run_id>/<model>.parquet   one immutable folder per export, 0700; files 0600
+ *   snapshots/<run_id>/<model>.parquet   one immutable folder per export (modes: --file-mode, src/fs/readerFiles.ts)
  *   snapshots/<run_id>/manifest.json
  *   current -> snapshots/<run_id>         swapped by rename(2): the only switch
  *   <model>.parquet -> current/<model>.parquet
@@ -23,7 +23,6 @@ import {
   fsyncSync,
   linkSync,
   lstatSync,
-  mkdirSync,
   openSync,
   readdirSync,
   readFileSync,
@@ -33,6 +32,7 @@ import {
   symlinkSync,
 } from 'node:fs';
 import { join } from 'node:path';
+import { ensureReaderDir, readerModes, type ReaderModes } from '../fs/readerFiles.js';
 
 /** The folder of the snapshots, inside the export folder. */
 export const SNAPSHOTS_DIR = 'snapshots';
@@ -160,7 +160,7 @@ export function sweepTemporaries(dir: string): void {
  * @returns the id of the legacy snapshot created, if one was
  * @throws a `NodeJS.ErrnoException` from the file system
  */
-export function adoptLegacyLayout(dir: string, runId: string): string | undefined {
+export function adoptLegacyLayout(dir: string, runId: string, modes: ReaderModes = readerModes()): string | undefined {
   const regular = (): string[] => readdirSync(dir).filter((f) => isStableName(f) && lstatSync(join(dir, f), { throwIfNoEntry: false })?.isFile());
   let created: string | undefined;
   if (lstatSync(join(dir, CURRENT_LINK), { throwIfNoEntry: false }) === undefined) {
@@ -169,7 +169,7 @@ export function adoptLegacyLayout(dir: string, runId: string): string | undefine
     const id = legacySnapshotId(dir);
     const snap = join(dir, SNAPSHOTS_DIR, id);
     rmSync(snap, { recursive: true, force: true });
-    mkdirSync(snap, { recursive: true, mode: 0o700 });
+    ensureReaderDir(snap, modes, true);
     for (const f of files) {
       try {
         linkSync(join(dir, f), join(snap, f));

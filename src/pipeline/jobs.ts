@@ -23,6 +23,7 @@ import { readStatus, type StreamStatus, type WarehouseStatus } from '../warehous
 import { StreamStore } from '../warehouse/StreamStore.js';
 import { publishedCopyPath, publishReadOnlyCopy } from '../warehouse/publishCopy.js';
 import { failpoint } from '../failpoints.js';
+import { readerModes } from '../fs/readerFiles.js';
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 
@@ -66,6 +67,8 @@ export interface JobContext {
   http?: HttpClient;
   /** The run's secret values (`docs/security.md`); the CLI passes its registry. */
   secrets?: SecretRegistry;
+  /** Told the counts recorded in `etl.runs` when the run ends, whatever its outcome (the CLI's metrics file). */
+  onRecorded?: (counts: RunCounts) => void;
 }
 
 /** What a job did: one entry per stage that ran. */
@@ -218,17 +221,18 @@ export async function runJob(command: string, stages: readonly Stage[], ctx: Job
       throwIfAborted(ctx.signal);
       if (stages.includes('export')) {
         stageStart();
-        result.export = await wh.interruptible(ctx.signal, () => exportParquet({ wh, exportDir: config.exportDir, runId, logger }));
+        result.export = await wh.interruptible(ctx.signal, () => exportParquet({ wh, exportDir: config.exportDir, runId, logger, modes: readerModes(config.fileMode) }));
         stageEnd('export');
       }
       // Recorded as succeeded before the copy, so that the copy says so; when the checkpoint
       // or the copy fails, the catch below records the run as failed after all.
       result.durationMs = Date.now() - started;
       await runLog.finish(runId, 'succeeded', counts(result), summary(result));
+      ctx.onRecorded?.(counts(result));
       // The copy is refreshed when the warehouse's data changed. `export` alone only reads
       // (its etl.runs row reaches the copy with the next run); a copy costs more than an export.
       if (wh.path !== ':memory:' && stages.some((s) => s !== 'export')) {
-        result.publishedCopy = await publishReadOnlyCopy(wh, runId);
+        result.publishedCopy = await publishReadOnlyCopy(wh, runId, readerModes(config.fileMode));
       } else if (wh.path !== ':memory:') {
         await wh.checkpoint();
       }
@@ -252,7 +256,9 @@ export async function runJob(command: string, stages: readonly Stage[], ctx: Job
       try {
         // An extract that stopped early returned no result: count what its batches committed.
         if (result.extract === undefined && stages.includes('extract')) committed = await committedEvents(wh, runId);
-        await runLog.finish(runId, status, { ...counts(result), eventsLoaded: result.extract?.eventsLoaded ?? committed }, summary(result), line);
+        const recorded = { ...counts(result), eventsLoaded: result.extract?.eventsLoaded ?? committed };
+        ctx.onRecorded?.(recorded);
+        await runLog.finish(runId, status, recorded, summary(result), line);
       } catch {
         // The warehouse itself may be what failed; the CLI still reports the original error.
       }

@@ -8,11 +8,12 @@
  *
  * @module
  */
-import { chmodSync, copyFileSync, lstatSync, readdirSync, renameSync, rmSync } from 'node:fs';
+import { copyFileSync, lstatSync, readdirSync, renameSync, rmSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { WarehouseError } from '../errors.js';
 import type { Warehouse } from './Warehouse.js';
 import { failpoint } from '../failpoints.js';
+import { ensureReaderDir, readerModes, setReaderFileMode, type ReaderModes } from '../fs/readerFiles.js';
 
 /**
  * Where the published copy of `dbPath` lives: `warehouse.duckdb` → `warehouse.readonly.duckdb`
@@ -24,12 +25,14 @@ export function publishedCopyPath(dbPath: string): string {
 }
 
 /**
- * Checkpoint, then atomically replace the published copy (0600).
+ * Checkpoint, then atomically replace the published copy, with `modes.file`; its folder (the
+ * live database's) is widened to `modes.dir` so readers reach it (src/fs/readerFiles.ts).
  *
+ * @param modes `--file-mode` and its folder mode; default owner only (0600 / 0700)
  * @returns the path of the published copy
  * @throws {WarehouseError} the copy or the rename failed (the previous copy stays)
  */
-export async function publishReadOnlyCopy(wh: Warehouse, runId: string): Promise<string> {
+export async function publishReadOnlyCopy(wh: Warehouse, runId: string, modes: ReaderModes = readerModes()): Promise<string> {
   if (wh.path === ':memory:') throw new WarehouseError('an in-memory warehouse cannot be published');
   failpoint('run.before-checkpoint');
   const t0 = performance.now();
@@ -47,8 +50,9 @@ export async function publishReadOnlyCopy(wh: Warehouse, runId: string): Promise
   try {
     copyFileSync(wh.path, tmp);
     failpoint('publish.mid-copy');
-    chmodSync(tmp, 0o600);
+    setReaderFileMode(tmp, modes);
     renameSync(tmp, target);
+    ensureReaderDir(dirname(target), modes);
     wh.logger.debug({ checkpointMs: Math.round(t1 - t0), copyMs: Math.round(performance.now() - t1) }, 'read-only copy published');
   } catch (err) {
     rmSync(tmp, { force: true });

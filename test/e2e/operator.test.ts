@@ -3,13 +3,24 @@
  * name the option and its variable (exit 2), stray variables that never fail a run.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { writeFileSync } from 'node:fs';
+import { lstatSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import parsePrometheusTextFormat from 'parse-prometheus-text-format';
+import { Warehouse } from '../../src/warehouse/Warehouse.js';
 import { spawn } from 'node:child_process';
 import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { logLines, ROOT, runCli } from '../helpers/cli.js';
 import { envFor, startSim } from '../helpers/sim.js';
 import { tempDir } from '../helpers/tmp.js';
+
+async function count(db: string, sql: string): Promise<number> {
+  const wh = await Warehouse.open(db, { readOnly: true });
+  try {
+    return Number((await wh.one<{ n: bigint }>(sql))?.n ?? -1n);
+  } finally {
+    await wh.close();
+  }
+}
 
 describe('options and configuration mistakes', () => {
   let tmp: ReturnType<typeof tempDir>;
@@ -144,6 +155,103 @@ describe('a busy port', () => {
       expect(demo.stderr).not.toContain('report it');
     } finally {
       holder.close();
+      tmp.cleanup();
+    }
+  });
+});
+
+describe('--file-mode', () => {
+  const mode = (p: string): string => `0${(statSync(p).mode & 0o777).toString(8)}`;
+
+  it('0640: files for readers 0640 and their folders 0750 whatever the umask; the live database stays 0600', async () => {
+    const api = await startSim({ seed: 6, patientsPerTrial: 5 });
+    const tmp = tempDir();
+    try {
+      const dataDir = join(tmp.dir, 'data');
+      const db = join(dataDir, 'w.duckdb');
+      const exportDir = join(tmp.dir, 'out', 'exports');
+      const r = await runCli(['run', '--file-mode', '0640'], envFor(api, db, { RECRUIT_ETL_EXPORT_DIR: exportDir, RECRUIT_ETL_LOG_LEVEL: 'warn' }));
+      expect(r.code, r.stderr).toBe(0);
+      expect(mode(db)).toBe('0600');
+      expect(mode(join(dataDir, 'w.readonly.duckdb'))).toBe('0640');
+      expect(mode(dataDir)).toBe('0750');
+      for (const d of [join(tmp.dir, 'out'), exportDir, join(exportDir, 'snapshots')]) expect(mode(d), d).toBe('0750');
+      const snapshots = readdirSync(join(exportDir, 'snapshots'));
+      expect(snapshots).toHaveLength(1);
+      const snap = join(exportDir, 'snapshots', snapshots[0]!);
+      expect(mode(snap)).toBe('0750');
+      const files = readdirSync(snap);
+      expect(files).toContain('manifest.json');
+      expect(files.filter((f) => f.endsWith('.parquet')).length).toBeGreaterThan(3);
+      for (const f of files) expect(mode(join(snap, f)), f).toBe('0640');
+      expect(lstatSync(join(exportDir, 'manifest.json')).isSymbolicLink()).toBe(true);
+
+      // Back to the default: new files owner-only again; folders are never narrowed.
+      const again = await runCli(['export'], envFor(api, db, { RECRUIT_ETL_EXPORT_DIR: exportDir, RECRUIT_ETL_LOG_LEVEL: 'warn' }));
+      expect(again.code, again.stderr).toBe(0);
+      expect(mode(join(exportDir, 'manifest.json'))).toBe('0600');
+      expect(mode(join(exportDir, 'current/'))).toBe('0700');
+      expect(mode(exportDir)).toBe('0750');
+
+      const bad = await runCli(['export', '--file-mode', '0666'], envFor(api, db, { RECRUIT_ETL_EXPORT_DIR: exportDir }));
+      expect(bad.code).toBe(2);
+      expect(bad.stderr).toContain('--file-mode (RECRUIT_ETL_FILE_MODE)');
+    } finally {
+      await api.close();
+      tmp.cleanup();
+    }
+  });
+});
+
+describe('--metrics-file', () => {
+  type Family = { name: string; type: string; metrics: { value: string; labels: Record<string, string> }[] };
+  const read = (path: string): Map<string, Map<string, number>> => {
+    const out = new Map<string, Map<string, number>>();
+    for (const f of parsePrometheusTextFormat(readFileSync(path, 'utf8')) as Family[]) {
+      out.set(f.name, new Map(f.metrics.map((m) => [m.labels['command']!, Number(m.value)])));
+    }
+    return out;
+  };
+
+  it("is rewritten after every command, success or failure, keeping the other commands' series", async () => {
+    const api = await startSim({ seed: 8, patientsPerTrial: 5 });
+    const tmp = tempDir();
+    try {
+      const db = join(tmp.dir, 'w.duckdb');
+      const file = join(tmp.dir, 'textfile', 'recruit_etl.prom');
+      const env = envFor(api, db, { RECRUIT_ETL_METRICS_FILE: file, RECRUIT_ETL_FILE_MODE: '0640', RECRUIT_ETL_LOG_LEVEL: 'warn' });
+      const before = Date.now() / 1000;
+      const first = await runCli(['extract'], env);
+      expect(first.code, first.stderr).toBe(0);
+      const loaded = await count(db, 'select count(*) as n from raw.events');
+      expect(loaded).toBeGreaterThan(0);
+      let m = read(file);
+      expect(m.get('recruit_etl_events_loaded_total')!.get('extract')).toBe(loaded);
+      expect(m.get('recruit_etl_last_exit_code')!.get('extract')).toBe(0);
+      const success = m.get('recruit_etl_last_success_timestamp_seconds')!.get('extract')!;
+      expect(success).toBeGreaterThanOrEqual(Math.floor(before));
+      expect(m.get('recruit_etl_last_run_duration_seconds')!.get('extract')).toBeGreaterThan(0);
+      expect(`0${(statSync(file).mode & 0o777).toString(8)}`).toBe('0640');
+
+      const refused = await runCli(['transform', '--memory-limit', 'lots'], env);
+      expect(refused.code).toBe(2);
+      m = read(file);
+      expect(m.get('recruit_etl_last_exit_code')!.get('transform')).toBe(2);
+      expect(m.get('recruit_etl_last_success_timestamp_seconds')!.has('transform')).toBe(false);
+      expect(m.get('recruit_etl_last_exit_code')!.get('extract')).toBe(0); // kept
+      expect(m.get('recruit_etl_events_loaded_total')!.get('extract')).toBe(loaded);
+
+      api.faults.add({ endpoint: 'events', kind: 'status', code: 503, times: Infinity });
+      const down = await runCli(['extract'], { ...env, RECRUIT_ETL_DEADLINE: '2' });
+      expect(down.code).toBe(4);
+      m = read(file);
+      expect(m.get('recruit_etl_last_exit_code')!.get('extract')).toBe(4);
+      expect(m.get('recruit_etl_last_success_timestamp_seconds')!.get('extract')).toBe(success); // the last success stays
+      expect(m.get('recruit_etl_last_run_timestamp_seconds')!.get('extract')).toBeGreaterThan(success);
+      expect(m.get('recruit_etl_events_loaded_total')!.get('extract')).toBe(loaded);
+      expect(readdirSync(join(tmp.dir, 'textfile'))).toEqual(['recruit_etl.prom']); // no temporary left
+    } finally {
+      await api.close();
       tmp.cleanup();
     }
   });

@@ -63,7 +63,15 @@ export function stageCommands(ctx: CliContext): CommandModule[] {
       const { config, logger, secrets } = prepare(ctx, c.name, argv, needs);
       if (c.name === 'run' && config.micrositeId === undefined) stages = stages.filter((s) => s !== 'sites');
       if (c.name === 'run' && !stages.includes('sites')) logger.info({}, 'sites skipped: no --microsite-id configured');
-      await runJob(c.name, stages, { config, logger, signal: ctx.signal, secrets });
+      await runJob(c.name, stages, {
+        config,
+        logger,
+        signal: ctx.signal,
+        secrets,
+        onRecorded: (counts) => {
+          if (ctx.metrics) ctx.metrics.eventsLoaded = counts.eventsLoaded ?? 0;
+        },
+      });
     },
   }));
 }
