@@ -320,11 +320,14 @@ async function countNewDeliveries(wh: Warehouse): Promise<number> {
 async function applyDelta(wh: Warehouse, target: string, model: CompiledModel): Promise<void> {
   const keys = model.uniqueKey!.map(quoteIdent);
   const delta = quoteIdent(`__delta_${model.name}`);
-  await wh.run(`create or replace temp table ${delta} as\n${model.incrementalSql!}\n`);
   const on = keys.map((k) => `${target}.${k} is not distinct from d.${k}`).join(' and ');
-  await wh.run(`delete from ${target} using (select distinct ${keys.join(', ')} from ${delta}) d where ${on}`);
-  await wh.run(`insert into ${target} by name select * from ${delta}`);
-  await wh.run(`drop table ${delta}`);
+  // One round trip: the statements run in order inside the transform's transaction.
+  await wh.run(
+    `create or replace temp table ${delta} as\n${model.incrementalSql!}\n;\n` +
+      `delete from ${target} using (select distinct ${keys.join(', ')} from ${delta}) d where ${on};\n` +
+      `insert into ${target} by name select * from ${delta};\n` +
+      `drop table ${delta};`,
+  );
 }
 
 /**
