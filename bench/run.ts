@@ -10,6 +10,9 @@
  *   (steps 2 and 3 at each page size, 1,000 and 100 by default, each beside its own limit)
  *   4. transform and export on the result, and one typed scan of raw.events for scale;
  *   5. large pages: 30 legal pages of 20 MB extracted, with the peak RSS;
+ *   6. nightly: a `run` over a history of N events, then a night of 1 % more (with late
+ *      statuses of old patients): each stage of that night's `run`, against the first run
+ *      and a `transform --full-refresh` of the same history (docs/incremental.md);
  * then prints events/s, MB/s, peak RSS and the ratios, and writes the figures to
  * bench/results/<date>.json. How to read them: docs/performance.md.
  *
@@ -21,7 +24,8 @@
  * BENCH_BASELINE (another build's dist/cli.js, extracted beside this one: an A/B in one run),
  * BENCH_BATCH_PAGES (the job's default), BENCH_REPEAT,
  * BENCH_NODE_OPTIONS and BENCH_MALLOC_ARENA_MAX (the extract's NODE_OPTIONS, MALLOC_ARENA_MAX),
- * BENCH_TRACE=1 prints each child's RSS over time, BENCH_KEEP=1 keeps the work folder.
+ * BENCH_TRACE=1 prints each child's RSS over time, BENCH_KEEP=1 keeps the work folder,
+ * BENCH_SCENARIOS (`ingest,nightly`: steps 1–5, step 6), BENCH_NIGHT_SHARE (0.01).
  *
  * @module
  */
@@ -36,6 +40,7 @@ import { EventsClient, firstPageUrl, pageStream } from '../src/upstream/events.j
 import { Warehouse, sqlString } from '../src/warehouse/Warehouse.js';
 import { publishedCopyPath } from '../src/warehouse/publishCopy.js';
 import { DEFAULT_EVENT_TYPES } from '../src/config/config.js';
+import { startMockApi } from '../src/simulator/index.js';
 
 const N = Number(process.env['BENCH_EVENTS'] ?? 1_000_000);
 /** Page sizes measured (BENCH_PAGE_SIZES, comma-separated; the first one feeds step 4). */
@@ -297,10 +302,108 @@ async function largePages(): Promise<{ pages: number; pageBytes: number; ms: num
   }
 }
 
+/** Scenarios to run (BENCH_SCENARIOS): `ingest` (steps 1–5), `nightly` (step 6). */
+const SCENARIOS = new Set((process.env['BENCH_SCENARIOS'] ?? 'ingest,nightly').split(',').map((x) => x.trim()));
+/** The night's new events as a share of the history (BENCH_NIGHT_SHARE). */
+const NIGHT_SHARE = Number(process.env['BENCH_NIGHT_SHARE'] ?? 0.01);
+
+/** One `run` as recorded in etl.runs: wall time and the stage times it recorded. */
+interface RunFigures {
+  ms: number;
+  stageMs: Record<string, number>;
+  mode?: string;
+  newDeliveries?: number;
+}
+
+async function lastRun(db: string): Promise<{ stageMs: Record<string, number>; mode?: string; newDeliveries?: number }> {
+  const wh = await Warehouse.open(db, { readOnly: true });
+  try {
+    const row = await wh.one<{ summary: string }>(`select summary::varchar as summary from etl.runs order by started_at desc limit 1`);
+    const sum = JSON.parse(row?.summary ?? '{}') as { stageMs?: Record<string, number>; transform?: { mode?: string; newDeliveries?: number } };
+    return { stageMs: sum.stageMs ?? {}, ...(sum.transform?.mode ? { mode: sum.transform.mode } : {}), ...(sum.transform?.newDeliveries !== undefined ? { newDeliveries: sum.transform.newDeliveries } : {}) };
+  } finally {
+    await wh.close();
+  }
+}
+
+/**
+ * 6. The nightly scenario: a first `run` over N events (the history), then a night of
+ * N × BENCH_NIGHT_SHARE more released by the simulator (its tail carries late statuses of old
+ * patients) and a second `run`; then `transform --full-refresh` of the same data. The night's
+ * transform and run are compared with the full-refresh transform and the first run.
+ */
+async function nightly(): Promise<Record<string, unknown>> {
+  const night = Math.max(1, Math.round(N * NIGHT_SHARE));
+  const api = await startMockApi({ syntheticEvents: N + night, syntheticLateTail: night, releaseFraction: N / (N + night) });
+  const db = join(WORK, 'nightly.duckdb');
+  try {
+    const sim: Sim = {
+      proc: undefined as unknown as ChildProcess,
+      baseUrl: api.baseUrl,
+      authUrl: api.authUrl,
+      clientId: api.options.clientId,
+      audience: api.options.audience,
+      trialIds: [...api.truth.trialIds],
+      startMs: 0,
+    };
+    const env = envFor(sim, db, PAGES[0] ?? 1000);
+    const measureRun = async (args: string[]): Promise<RunFigures> => {
+      settle();
+      const r = await cli(args, env);
+      return { ms: r.ms, ...(await lastRun(db)) };
+    };
+    console.log(`bench nightly: history of ${fmt(N)} events, a night of ${fmt(night)}`);
+    const first = await measureRun(['run']);
+    api.grow(night);
+    const second = await measureRun(['run']);
+    const full = await measureRun(['transform', '--full-refresh']);
+    const scanMs = await typedScan(db);
+    const stages = ['extract', 'transform', 'export'];
+    const other = (r: RunFigures) => r.ms - stages.reduce((a, k) => a + (r.stageMs[k] ?? 0), 0);
+    console.log('');
+    console.log(`${'nightly'.padEnd(40)} ${'first run'.padStart(10)} ${'night run'.padStart(10)} ${'ratio'.padStart(7)}`);
+    for (const k of stages) {
+      const a = first.stageMs[k] ?? 0;
+      const b = second.stageMs[k] ?? 0;
+      console.log(`${k.padEnd(40)} ${fmt(a / 1000, 2).padStart(10)} ${fmt(b / 1000, 2).padStart(10)} ${fmt(b / a, 3).padStart(7)}`);
+    }
+    console.log(`${'start, checkpoint, published copy'.padEnd(40)} ${fmt(other(first) / 1000, 2).padStart(10)} ${fmt(other(second) / 1000, 2).padStart(10)} ${fmt(other(second) / other(first), 3).padStart(7)}`);
+    console.log(`${'whole run'.padEnd(40)} ${fmt(first.ms / 1000, 2).padStart(10)} ${fmt(second.ms / 1000, 2).padStart(10)} ${fmt(second.ms / first.ms, 3).padStart(7)}   (target ≤ 0.15)`);
+    const fullMs = full.stageMs['transform'] ?? full.ms;
+    const nightTr = second.stageMs['transform'] ?? 0;
+    console.log(`night transform (${second.mode}, ${fmt(second.newDeliveries ?? 0)} new rows) / full-refresh transform ${fmt(fullMs / 1000, 2)} s: ${fmt(nightTr / fullMs, 3)}   (target ≤ 0.1)`);
+    console.log(`full-refresh transform / typed scan of raw.events (${fmt(scanMs / 1000, 2)} s): ${fmt(fullMs / scanMs, 2)}×`);
+    return {
+      historyEvents: N,
+      nightEvents: night,
+      firstRun: first,
+      nightRun: second,
+      fullRefreshTransform: full,
+      typedScanMs: scanMs,
+      nightTransformVsFullRefresh: nightTr / fullMs,
+      nightRunVsFirstRun: second.ms / first.ms,
+    };
+  } finally {
+    await api.close();
+  }
+}
+
 async function main(): Promise<void> {
   if (!existsSync(CLI)) throw new Error('dist/cli.js is missing: run `make build`');
   rmSync(WORK, { recursive: true, force: true });
   mkdirSync(WORK, { recursive: true, mode: 0o700 });
+  if (SCENARIOS.has('nightly')) {
+    const figures = await nightly();
+    const resultsDir = join(PACKAGE_ROOT, 'bench', 'results');
+    mkdirSync(resultsDir, { recursive: true });
+    const file = join(resultsDir, `${new Date().toISOString().slice(0, 10)}-nightly${N === 1_000_000 ? '' : `-${N}`}.json`);
+    writeFileSync(file, `${JSON.stringify({ date: new Date().toISOString(), node: process.version, ...figures }, null, 2)}\n`);
+    console.log(`\nbench: nightly figures written to ${file}`);
+  }
+  if (!SCENARIOS.has('ingest')) {
+    if (process.env['BENCH_KEEP'] !== '1') rmSync(WORK, { recursive: true, force: true });
+    return;
+  }
   console.log(`bench: ${fmt(N)} events, page sizes ${PAGES.join(', ')}`);
   const sim = await startSimulator(N);
   try {

@@ -16,6 +16,8 @@ export type FailpointName =
   | 'extract.before-commit' // events and cursor written, COMMIT not yet sent
   | 'extract.after-commit' // batch committed
   | 'transform.before' // before the models are rebuilt
+  | 'transform.mid-models' // inside the transform's transaction, the first incremental model built (or its rows replaced)
+  | 'transform.before-commit' // every model and the watermark written, COMMIT not yet sent
   | 'export.mid-file' // a Parquet file written under its temporary name in the new snapshot folder, not renamed
   | 'export.before-swap' // the new snapshot folder complete (files and manifest), `current` not swapped yet
   | 'run.before-checkpoint' // run recorded as succeeded, before CHECKPOINT

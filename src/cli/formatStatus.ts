@@ -5,7 +5,7 @@
  * @module
  */
 import { formatAge } from '../log/progress.js';
-import type { RunStages, WarehouseStatus } from '../warehouse/readStatus.js';
+import type { RunStages, StreamStatus, WarehouseStatus } from '../warehouse/readStatus.js';
 
 function table(headers: string[], rows: (string | number | null)[][]): string {
   const cells = [headers, ...rows.map((r) => r.map((c) => (c === null ? '-' : typeof c === 'number' ? c.toLocaleString('en-US') : String(c))))];
@@ -25,6 +25,16 @@ function stageTimes(stages: RunStages | null): string | null {
   if (!stages) return null;
   const parts = Object.entries(stages).map(([name, st]) => `${name} ${duration(st.durationMs / 1000)}${st.failed ? '!' : ''}`);
   return parts.length ? parts.join(', ') : null;
+}
+
+/** The streams table of `status` and `streams`: position (events stored), transformed position, cursor state and age. */
+export function formatStreams(streams: readonly StreamStatus[]): string {
+  return streams.length === 0
+    ? '  (none yet: run `recruit-etl extract`)'
+    : table(
+        ['stream', 'status', 'env', 'position', 'transformed', 'quarantined', 'cursor', 'cursor age', 'filter'],
+        streams.map((t) => [t.streamId, t.status, t.environment, t.events, t.transformedPosition, t.quarantined, t.cursorState, formatAge(t.cursorAgeSeconds), t.name]),
+      );
 }
 
 /** Render the status as text sections: freshness, streams, runs, data quality, rows, funnel. */
@@ -50,14 +60,7 @@ export function formatStatus(s: WarehouseStatus): string {
       .join('\n'),
   );
   out.push('', 'streams');
-  out.push(
-    s.streams.length === 0
-      ? '  (none yet: run `recruit-etl extract`)'
-      : table(
-          ['stream', 'status', 'env', 'events', 'quarantined', 'cursor', 'cursor age', 'filter'],
-          s.streams.map((t) => [t.streamId, t.status, t.environment, t.events, t.quarantined, t.cursorState, formatAge(t.cursorAgeSeconds), t.name]),
-        ),
-  );
+  out.push(formatStreams(s.streams));
   out.push('', 'last runs (stage times; ! = the stage that failed)');
   out.push(
     s.runs.length === 0

@@ -14,9 +14,9 @@ import type { CliContext } from './context.js';
 import { HELP_EPILOGUE } from './options.js';
 import { keyName } from '../config/config.js';
 import { readerModes } from '../fs/readerFiles.js';
-import { writeMetricsFile } from '../metrics/metricsFile.js';
 import { stageCommands } from './commands/stages.js';
 import { statusCommand } from './commands/status.js';
+import { streamsCommand } from './commands/streams.js';
 import { mockApiCommand } from './commands/mockApi.js';
 
 /** Longest wait after SIGINT / SIGTERM before the process exits regardless, in ms. */
@@ -84,6 +84,7 @@ export async function run(argv: readonly string[], io: RunIo = {}): Promise<numb
       .epilogue(HELP_EPILOGUE)
       .command(stageCommands(ctx))
       .command(statusCommand(ctx))
+      .command(streamsCommand(ctx))
       .command(mockApiCommand(ctx))
       .demandCommand(1, 'name a command')
       .strictCommands()
@@ -135,6 +136,8 @@ async function writeMetrics(ctx: CliContext, exitCode: number): Promise<void> {
     else ctx.stderr.write(`recruit-etl: warning: ${msg}: ${m.path}\n`);
   };
   try {
+    // Loaded only when asked for: prom-client is not needed on the CLI's other paths.
+    const { writeMetricsFile } = await import('../metrics/metricsFile.js');
     await writeMetricsFile(
       m.path,
       { command: m.command, exitCode, startedAt: m.startedAt, finishedAt: new Date(), eventsLoaded: m.eventsLoaded },

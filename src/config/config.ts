@@ -29,13 +29,13 @@ export const DEFAULT_EVENT_TYPES: readonly string[] = [
 ];
 
 /** The commands of the CLI (docs/contracts.md "Commands"). */
-export const COMMAND_NAMES = ['run', 'extract', 'sites', 'transform', 'export', 'status', 'mock-api'] as const;
+export const COMMAND_NAMES = ['run', 'extract', 'sites', 'transform', 'export', 'status', 'streams', 'mock-api'] as const;
 /** One command of the CLI. */
 export type CommandName = (typeof COMMAND_NAMES)[number];
 
 /** Commands that run pipeline stages and record themselves in `etl.runs`. */
 export const PIPELINE: readonly CommandName[] = ['run', 'extract', 'sites', 'transform', 'export'];
-const WAREHOUSE: readonly CommandName[] = [...PIPELINE, 'status'];
+const WAREHOUSE: readonly CommandName[] = [...PIPELINE, 'status', 'streams'];
 const EVENTS: readonly CommandName[] = ['run', 'extract'];
 const UPSTREAM: readonly CommandName[] = ['run', 'extract', 'sites'];
 const SITES: readonly CommandName[] = ['run', 'sites'];
@@ -211,12 +211,17 @@ export const ConfigSchema = z.object({
     commands: SITES,
     group: SITES_GROUP,
   }),
-  json: option(z.boolean().default(false).describe('print JSON (a stable interface: docs/contracts.md "Commands")'), { commands: ['status'], group: GENERAL }),
+  json: option(z.boolean().default(false).describe('print JSON (a stable interface: docs/contracts.md "Commands")'), { commands: ['status', 'streams'], group: GENERAL }),
   /** The operator's CSV of event site display names, loaded as `seed_site_names` (docs/models.md "Site names"). */
   siteNames: option(
     z.string().min(1).optional().describe('CSV of display names of event site ids (site_id,trial_id,site_name,sponsor_site_id), loaded as seed_site_names'),
     { commands: TRANSFORMS, group: MODELS_GROUP, defaultHelp: 'none' },
   ),
+  /** Rebuild every model from all of raw instead of by the delta (docs/incremental.md). */
+  fullRefresh: option(z.boolean().default(false).describe('rebuild every model from all of raw.events instead of only what the new events touch'), {
+    commands: TRANSFORMS,
+    group: MODELS_GROUP,
+  }),
   exportDir: option(z.string().min(1).default('data/exports').describe('Parquet export folder'), { commands: EXPORTS, group: EXPORTS_GROUP }),
 });
 

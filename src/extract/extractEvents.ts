@@ -76,12 +76,14 @@ export interface ExtractResult {
 export async function extractEvents(opts: ExtractOptions): Promise<ExtractResult> {
   const logger = (opts.logger ?? silentLogger()).child({ stage: 'extract' });
   const store = new StreamStore(opts.wh);
-  const def = defineStream({
+  const filterDef = defineStream({
     environment: opts.environment,
     baseUrl: opts.baseUrl,
     trialIds: opts.trialIds,
     eventTypes: opts.eventTypes,
   });
+  // A stream started again (`recruit-etl streams reset`) goes by its latest restart's id.
+  const def = { ...filterDef, streamId: await store.currentId(filterDef.streamId) };
   const { state, retired } = await store.activate(def);
   if (retired.length > 0) {
     logger.warn({ stream: def.streamId, retired }, 'filter changed: older streams retired, this stream starts from the beginning');

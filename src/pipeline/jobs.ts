@@ -20,7 +20,8 @@ import { EventsClient } from '../upstream/events.js';
 import { SitesClient } from '../upstream/sites.js';
 import { newRunId, RunLog, type RunCounts } from '../warehouse/RunLog.js';
 import { Warehouse } from '../warehouse/Warehouse.js';
-import { readStatus, type WarehouseStatus } from '../warehouse/readStatus.js';
+import { readStatus, type StreamStatus, type WarehouseStatus } from '../warehouse/readStatus.js';
+import { StreamStore } from '../warehouse/StreamStore.js';
 import { publishedCopyPath, publishReadOnlyCopy } from '../warehouse/publishCopy.js';
 import { failpoint } from '../failpoints.js';
 import { readerModes } from '../fs/readerFiles.js';
@@ -89,6 +90,8 @@ export interface JobResult {
   durationMs: number;
   /** Per stage that started: its wall time and counts (also `etl.runs.stages`). */
   stages: Partial<Record<Stage, StageSummary>>;
+  /** Wall time of each stage that ran, milliseconds (docs/incremental.md "Measuring a night"). */
+  stageMs: Partial<Record<Stage, number>>;
   /** The summary reported at the end (docs/contracts.md "Progress and the run summary"). */
   summary?: RunSummary;
 }
@@ -168,7 +171,14 @@ function summary(r: JobResult): Record<string, unknown> {
       resumed: r.extract.resumed,
     },
     sites: r.sites,
-    transform: r.transform && { models: r.transform.models.length, dq: r.transform.dq },
+    transform: r.transform && {
+      models: r.transform.models.length,
+      mode: r.transform.mode,
+      ...(r.transform.fullReason ? { fullReason: r.transform.fullReason } : {}),
+      newDeliveries: r.transform.newDeliveries,
+      dq: r.transform.dq,
+    },
+    stageMs: r.stageMs,
     export: r.export && { files: r.export.files.map((f) => ({ model: f.model, rows: f.rows })) },
   };
 }
@@ -184,7 +194,7 @@ export async function runJob(command: string, stages: readonly Stage[], ctx: Job
   const logger = ctx.logger ?? silentLogger();
   const started = Date.now();
   const runId = newRunId();
-  const result: JobResult = { runId, command, durationMs: 0, stages: {} };
+  const result: JobResult = { runId, command, durationMs: 0, stages: {}, stageMs: {} };
   const progress = ctx.progress ?? new Progress({ logger, intervalSeconds: config.progressInterval });
   /** Run one stage with its progress reporter, recording its wall time and counts. */
   const stage = async <T>(name: Stage, fn: (p: StageProgress) => Promise<T>): Promise<T> => {
@@ -197,7 +207,8 @@ export async function runJob(command: string, stages: readonly Stage[], ctx: Job
       return value;
     } finally {
       p.end();
-      result.stages[name] = { durationMs: Date.now() - t0, ...(failed ? { failed: true } : {}) };
+      result.stageMs[name] = Date.now() - t0;
+      result.stages[name] = { durationMs: result.stageMs[name], ...(failed ? { failed: true } : {}) };
     }
   };
   /** Add each stage's counts to its wall time (once the stage's result is assigned). */
@@ -276,7 +287,7 @@ export async function runJob(command: string, stages: readonly Stage[], ctx: Job
       if (stages.includes('transform')) {
         failpoint('transform.before');
         result.transform = await stage('transform', (p) =>
-          wh.interruptible(ctx.signal, () => runTransform(wh, { logger, progress: p, ...(config.siteNames !== undefined ? { siteNames: config.siteNames } : {}) })),
+          wh.interruptible(ctx.signal, () => runTransform(wh, { logger, progress: p, fullRefresh: config.fullRefresh, ...(config.siteNames !== undefined ? { siteNames: config.siteNames } : {}) })),
         );
       }
       throwIfAborted(ctx.signal);
@@ -382,6 +393,27 @@ export async function statusJob(config: Config): Promise<WarehouseStatus> {
       status.note = note;
     }
     return status;
+  } finally {
+    await wh.close();
+  }
+}
+
+/**
+ * `recruit-etl streams reset <stream-id>`: start a stream again from the first page
+ * (docs/contracts.md "Streams"); the old stream is retired and its rows stay.
+ * @returns the new stream's status line
+ * @throws {ConfigError} no such stream, {@link LockError} a run holds the file, {@link WarehouseError}
+ */
+export async function resetStreamJob(config: Config, streamId: string, logger: Logger): Promise<StreamStatus> {
+  const wh = await Warehouse.open(config.db, { memoryLimit: config.memoryLimit, logger });
+  try {
+    await wh.migrate();
+    const state = await new StreamStore(wh).reset(streamId);
+    logger.debug({ retired: streamId, stream: state.streamId }, 'stream reset: the next extract of its filter starts from the first page');
+    const status = await readStatus(wh);
+    const line = status.streams.find((s) => s.streamId === state.streamId);
+    if (!line) throw new Error(`stream ${state.streamId} vanished`);
+    return line;
   } finally {
     await wh.close();
   }

@@ -171,7 +171,14 @@ export async function startMockApi(options: MockApiOptions = {}): Promise<MockAp
       trialSites[id] = generateTrialSites(new Rng(opts.seed, 100 + t), t + 1, opts.sitesPerTrial);
     }
     store = new EventStore(opts.seed, opts.syntheticEvents);
-    generateSynthetic(store, { seed: opts.seed, count: opts.syntheticEvents, trialIds, sites: trialSites, startTimeMs: startMs });
+    generateSynthetic(store, {
+      seed: opts.seed,
+      count: opts.syntheticEvents,
+      trialIds,
+      sites: trialSites,
+      startTimeMs: startMs,
+      ...(opts.syntheticLateTail !== undefined ? { lateTail: opts.syntheticLateTail } : {}),
+    });
   } else {
     const story = generateStory({
       seed: opts.seed,

@@ -83,6 +83,9 @@ export const MockApiOptionsSchema = z
     syntheticEvents: int(0, 50_000_000)
       .optional()
       .describe('serve N synthetic events of the four default types instead of the story data set (benchmarks)'),
+    syntheticLateTail: int(0, 50_000_000)
+      .optional()
+      .describe('in the last N synthetic events, one status change in five is a late status of an old patient, dated weeks back (benchmarks: a night)'),
     faults: flag(z.array(z.custom<FaultRule>((v) => typeof v === 'object' && v !== null)).optional().describe('fault rules active from the start'), {
       flag: 'fault',
       parseItem: parseFaultSpec,

@@ -21,6 +21,12 @@ export interface SyntheticOptions {
   sites: Record<string, TrialSite[]>;
   /** Time of the first event, epoch ms. */
   startTimeMs: number;
+  /**
+   * In the last `lateTail` events, one status change in five goes to a random earlier patient
+   * (not only the recent ones) with a status time weeks before its publication: the late
+   * statuses a night brings (bench's nightly scenario). Default 0: the output is unchanged.
+   */
+  lateTail?: number;
 }
 
 interface SynPatient {
@@ -72,6 +78,9 @@ export function generateSynthetic(store: EventStore, options: SyntheticOptions):
   const sponsorIds = options.trialIds.map((t) => (options.sites[t] ?? []).map((s) => s.sponsorSiteId));
   const ring: SynPatient[] = [];
   let ringNext = 0;
+  const lateFrom = options.count - (options.lateTail ?? 0);
+  // every patient so far, kept only when a late tail is asked for
+  const everyone: SynPatient[] | undefined = (options.lateTail ?? 0) > 0 ? [] : undefined;
   let t = options.startTimeMs;
   const clock = new IsoClock();
   for (let i = 0; i < options.count; i++) {
@@ -83,6 +92,7 @@ export function generateSynthetic(store: EventStore, options: SyntheticOptions):
       const trial = rng.int(0, options.trialIds.length - 1);
       const site = rng.int(0, siteIds[trial]!.length - 1);
       const p: SynPatient = { trial, site, rsid: `RS-${rng.base32(10)}`, ack: false };
+      everyone?.push(p);
       if (ring.length < RING) ring.push(p);
       else ring[ringNext] = p;
       ringNext = (ringNext + 1) % RING;
@@ -95,8 +105,12 @@ export function generateSynthetic(store: EventStore, options: SyntheticOptions):
       );
       continue;
     }
-    const p = ring[rng.int(0, ring.length - 1)]!;
-    const domain = clock.format(t - rng.int(200, 9000));
+    let p = ring[rng.int(0, ring.length - 1)]!;
+    let domain = clock.format(t - rng.int(200, 9000));
+    if (everyone && i >= lateFrom && r >= 0.35 && r < 0.6 && rng.int(0, 4) === 0) {
+      p = everyone[rng.int(0, everyone.length - 1)]!;
+      domain = clock.format(t - rng.int(7, 60) * DAY_MS);
+    }
     const head = `{"id":"${id}","publishedTime":"${pub}","eventType":"`;
     const ids = `"siteId":"${siteIds[p.trial]![p.site]}","trialId":"${options.trialIds[p.trial]}","referralSubjectId":"${p.rsid}"`;
     if (r < 0.35 && !p.ack) {

@@ -70,15 +70,25 @@ function expandMacros(model: string, sql: string, macros: ReadonlyMap<string, Sq
   });
 }
 
-/** How a model is built. */
-export type Materialization = 'table' | 'view';
+/**
+ * How a model is built: `table` and `view` are rebuilt whole; `incremental` is a table the
+ * runner updates by `delete+insert` on its `unique_key` (docs/incremental.md).
+ */
+export type Materialization = 'table' | 'view' | 'incremental';
 
 /** A model file compiled to plain DuckDB SQL. */
 export interface CompiledModel {
   /** Model name: the file name without `.sql` (dbt's rule). */
   name: string;
-  /** The SELECT (or WITH … SELECT) body, with refs and sources resolved. */
+  /** The SELECT (or WITH … SELECT) body, with refs and sources resolved, built whole (`is_incremental()` false). */
   sql: string;
+  /**
+   * The body with `is_incremental()` true (its `{% if is_incremental() %}` blocks kept): the
+   * rows of the keys the new events touched. Only for `materialized='incremental'`.
+   */
+  incrementalSql?: string;
+  /** `unique_key` of an incremental model: the column(s) its rows are replaced by. */
+  uniqueKey?: string[];
   /** Names referenced with `ref()` (models or seeds), in order of first appearance, unique. */
   refs: string[];
   /** `schema.table` of every `source()`, unique. */
@@ -92,6 +102,10 @@ const REF_RE = new RegExp(String.raw`\{\{\s*ref\(${QUOTED}\)\s*\}\}`, 'g');
 const SOURCE_RE = new RegExp(String.raw`\{\{\s*source\(${QUOTED},${QUOTED}\)\s*\}\}`, 'g');
 const CONFIG_RE = /\{\{\s*config\(([\s\S]*?)\)\s*\}\}/g;
 const MATERIALIZED_RE = /materialized\s*=\s*(?:'([^']*)'|"([^"]*)")/;
+const UNIQUE_KEY_RE = /unique_key\s*=\s*(?:'([^']*)'|"([^"]*)"|\[([^\]]*)\])/;
+const STRATEGY_RE = /incremental_strategy\s*=\s*(?:'([^']*)'|"([^"]*)")/;
+const IF_INCREMENTAL_RE = /\{%-?\s*if\s+is_incremental\(\)\s*-?%\}([\s\S]*?)\{%-?\s*endif\s*-?%\}/g;
+const THIS_RE = /\{\{\s*this\s*\}\}/g;
 const IDENT_RE = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
 /** Double-quote an identifier for DuckDB. */
@@ -111,45 +125,73 @@ export function quoteIdent(name: string): string {
  */
 export function compileModel(name: string, text: string, schema = 'main', macros: ReadonlyMap<string, SqlMacro> = new Map()): CompiledModel {
   if (!IDENT_RE.test(name)) throw new TransformError(`model ${name}: the file name is not a plain SQL identifier`);
-  let materialized: Materialization = 'table';
-  let sql = text.replace(CONFIG_RE, (_m, args: string) => {
+  let materialized = 'table' as Materialization;
+  let uniqueKey = undefined as string[] | undefined;
+  let body = text.replace(CONFIG_RE, (_m, args: string) => {
     const m = MATERIALIZED_RE.exec(args);
     if (m) {
       const value = m[1] ?? m[2] ?? '';
-      if (value !== 'table' && value !== 'view') {
-        throw new TransformError(`model ${name}: materialized='${value}' is not supported by the job's runner (table or view)`);
+      if (value !== 'table' && value !== 'view' && value !== 'incremental') {
+        throw new TransformError(`model ${name}: materialized='${value}' is not supported by the job's runner (table, view or incremental)`);
       }
       materialized = value;
     }
+    const k = UNIQUE_KEY_RE.exec(args);
+    if (k) {
+      const list = k[1] ?? k[2] ?? k[3] ?? '';
+      uniqueKey = list.split(',').map((c) => c.trim().replace(/^['"]|['"]$/g, '')).filter((c) => c !== '');
+      const bad = uniqueKey.find((c) => !IDENT_RE.test(c));
+      if (bad !== undefined) throw new TransformError(`model ${name}: unique_key column '${bad}' is not a plain identifier`);
+    }
+    const st = STRATEGY_RE.exec(args);
+    if (st && (st[1] ?? st[2]) !== 'delete+insert') {
+      throw new TransformError(`model ${name}: incremental_strategy='${st[1] ?? st[2]}' is not supported by the job's runner (delete+insert)`);
+    }
     return '';
   });
-  sql = expandMacros(name, sql, macros);
-  const refs: string[] = [];
-  sql = sql.replace(REF_RE, (_m, a?: string, b?: string) => {
-    const ref = a ?? b ?? '';
-    if (!IDENT_RE.test(ref)) throw new TransformError(`model ${name}: ref('${ref}') is not a plain identifier`);
-    if (!refs.includes(ref)) refs.push(ref);
-    return `${quoteIdent(schema)}.${quoteIdent(ref)}`;
-  });
-  const sources: string[] = [];
-  sql = sql.replace(SOURCE_RE, (_m, a?: string, b?: string, c?: string, d?: string) => {
-    const src = a ?? b ?? '';
-    const table = c ?? d ?? '';
-    if (!IDENT_RE.test(src) || !IDENT_RE.test(table)) {
-      throw new TransformError(`model ${name}: source('${src}', '${table}') is not made of plain identifiers`);
-    }
-    const key = `${src}.${table}`;
-    if (!sources.includes(key)) sources.push(key);
-    return `${quoteIdent(src)}.${quoteIdent(table)}`;
-  });
-  const leftover = /\{\{|\{%|\{#/.exec(sql);
-  if (leftover) {
-    const line = sql.slice(0, leftover.index).split('\n').length;
-    throw new TransformError(
-      `model ${name}: unsupported Jinja at line ${line} (models may use only config, ref, source and the macros of sql/macros)`,
-    );
+  if (materialized === 'incremental' && (uniqueKey === undefined || uniqueKey.length === 0)) {
+    throw new TransformError(`model ${name}: an incremental model needs a unique_key (the runner replaces rows by it)`);
   }
-  sql = sql.trim().replace(/;\s*$/, '');
-  if (sql === '') throw new TransformError(`model ${name}: the model is empty`);
-  return { name, sql, refs, sources, materialized };
+  body = expandMacros(name, body, macros);
+  body = body.replace(THIS_RE, () => `${quoteIdent(schema)}.${quoteIdent(name)}`);
+  const refs: string[] = [];
+  const sources: string[] = [];
+  const resolve = (sql: string): string => {
+    sql = sql.replace(REF_RE, (_m, a?: string, b?: string) => {
+      const ref = a ?? b ?? '';
+      if (!IDENT_RE.test(ref)) throw new TransformError(`model ${name}: ref('${ref}') is not a plain identifier`);
+      if (!refs.includes(ref)) refs.push(ref);
+      return `${quoteIdent(schema)}.${quoteIdent(ref)}`;
+    });
+    sql = sql.replace(SOURCE_RE, (_m, a?: string, b?: string, c?: string, d?: string) => {
+      const src = a ?? b ?? '';
+      const table = c ?? d ?? '';
+      if (!IDENT_RE.test(src) || !IDENT_RE.test(table)) {
+        throw new TransformError(`model ${name}: source('${src}', '${table}') is not made of plain identifiers`);
+      }
+      const key = `${src}.${table}`;
+      if (!sources.includes(key)) sources.push(key);
+      return `${quoteIdent(src)}.${quoteIdent(table)}`;
+    });
+    const leftover = /\{\{|\{%|\{#/.exec(sql);
+    if (leftover) {
+      const line = sql.slice(0, leftover.index).split('\n').length;
+      throw new TransformError(
+        `model ${name}: unsupported Jinja at line ${line} (models may use only config, ref, source, this, {% if is_incremental() %} and the macros of sql/macros)`,
+      );
+    }
+    sql = sql.trim().replace(/;\s*$/, '');
+    if (sql === '') throw new TransformError(`model ${name}: the model is empty`);
+    return sql;
+  };
+  const incremental = materialized === 'incremental' ? resolve(body.replace(IF_INCREMENTAL_RE, (_m, inner: string) => inner)) : undefined;
+  const sql = resolve(body.replace(IF_INCREMENTAL_RE, ''));
+  return {
+    name,
+    sql,
+    refs,
+    sources,
+    materialized,
+    ...(incremental !== undefined ? { incrementalSql: incremental, uniqueKey: uniqueKey! } : {}),
+  };
 }

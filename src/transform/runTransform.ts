@@ -3,12 +3,21 @@
  * files dbt runs), orders them by their refs and builds them in schema `main`, all in one
  * transaction: a failed transform leaves the previous models and seeds intact.
  *
+ * Incremental by default (docs/incremental.md): `table` and `view` models are rebuilt whole;
+ * `incremental` models replace, by `delete+insert` on their `unique_key`, the rows of the keys
+ * that the events loaded since the last transform touched, and the per-stream watermark
+ * (`etl.transform_watermarks`) commits in the same transaction. A full rebuild happens on
+ * request (`fullRefresh`), on the first transform, when the models or seeds changed, when an
+ * incremental model's table is missing, or when a stream's rank in staging's order changed.
+ *
  * @module
  */
+import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { basename, join, relative } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { ConfigError, TransformError } from '../errors.js';
+import { failpoint } from '../failpoints.js';
 import { type Logger, silentLogger } from '../log/logger.js';
 import { NO_PROGRESS, type StageProgress } from '../log/progress.js';
 import { MACROS_DIR, MODELS_DIR, SEEDS_DIR } from '../paths.js';
@@ -33,6 +42,8 @@ export interface TransformOptions {
   only?: string[];
   /** Target schema of seeds and models. Default `main` (docs/models.md). */
   schema?: string;
+  /** Rebuild every model from all of raw (`--full-refresh`). Default false: incremental when possible. */
+  fullRefresh?: boolean;
   /**
    * The operator's CSV of event site names (`--site-names`), loaded as `seed_site_names` in
    * place of the packaged, header-only file (docs/models.md "Site names").
@@ -59,7 +70,13 @@ export interface DqCount {
 export interface TransformResult {
   seeds: BuiltRelation[];
   /** Models in build order. */
-  models: (BuiltRelation & { materialized: 'table' | 'view' })[];
+  models: (BuiltRelation & { materialized: 'table' | 'view' | 'incremental' })[];
+  /** `full`: every model rebuilt from all of raw; `incremental`: incremental models by the delta. */
+  mode: 'full' | 'incremental';
+  /** Why the mode is `full` (`requested`, `first transform`, `models changed`, …); absent when incremental. */
+  fullReason?: string;
+  /** Raw deliveries (rows of raw.events) read past the watermark by this transform. */
+  newDeliveries: number;
   /** Rows of `dq_summary` when that model exists and was built; otherwise empty. */
   dq: DqCount[];
   /** Total time in milliseconds. */
@@ -141,6 +158,8 @@ export async function runTransform(wh: Warehouse, options: TransformOptions = {}
       .catch(() => undefined);
   };
 
+  const modelsHash = hashModels(compiled, seedSpecs.map((spec) => spec.path));
+
   const result = await wh.transaction(async () => {
     await wh.run(`create schema if not exists ${quoteIdent(schema)}`);
     const existing = new Map(
@@ -161,6 +180,15 @@ export async function runTransform(wh: Warehouse, options: TransformOptions = {}
       if (had && had !== kind) await wh.run(`drop ${had} ${quoteIdent(schema)}.${quoteIdent(name)} cascade`);
       existing.set(name, kind);
     };
+
+    const decided = await decideMode(wh, schema, ordered, existing, modelsHash, options.fullRefresh === true || options.only !== undefined);
+    const mode = decided.mode;
+    if (mode === 'full' && options.only === undefined) {
+      // Delta models then see every raw row as new.
+      await wh.run('delete from etl.transform_watermarks');
+    }
+    const newDeliveries = await countNewDeliveries(wh);
+    logger.info({ mode, ...(decided.reason ? { reason: decided.reason } : {}), newDeliveries }, 'transform mode');
 
     const seeds: BuiltRelation[] = [];
     for (const spec of seedSpecs) {
@@ -184,14 +212,20 @@ export async function runTransform(wh: Warehouse, options: TransformOptions = {}
     const models: TransformResult['models'] = [];
     const progress = options.progress ?? NO_PROGRESS;
     progress.update({ done: 0, total: ordered.length });
+    let incrementalDone = 0;
     for (const model of ordered) {
       const t0 = performance.now();
+      const target = `${quoteIdent(schema)}.${quoteIdent(model.name)}`;
       let rows: number;
       try {
-        await dropOtherKind(model.name, model.materialized);
-        await wh.run(
-          `create or replace ${model.materialized} ${quoteIdent(schema)}.${quoteIdent(model.name)} as\n${model.sql}\n`,
-        );
+        if (model.materialized === 'incremental' && mode === 'incremental') {
+          await applyDelta(wh, target, model);
+        } else {
+          const kind = model.materialized === 'view' ? 'view' : 'table';
+          await dropOtherKind(model.name, kind);
+          await wh.run(`create or replace ${kind} ${target} as\n${model.sql}\n`);
+        }
+        if (model.materialized === 'incremental' && ++incrementalDone === 1) failpoint('transform.mid-models');
         rows = await count(model.name);
       } catch (err) {
         if (err instanceof TransformError) throw err;
@@ -206,6 +240,9 @@ export async function runTransform(wh: Warehouse, options: TransformOptions = {}
       progress.update({ done: models.length });
     }
 
+    if (options.only === undefined) await saveWatermarks(wh, schema, ordered, modelsHash, mode);
+    failpoint('transform.before-commit');
+
     let dq: DqCount[] = [];
     if (ordered.some((m) => m.name === 'dq_summary')) {
       const rows = await wh.all<{ check_name: string; issue_count: bigint | number }>(
@@ -213,13 +250,116 @@ export async function runTransform(wh: Warehouse, options: TransformOptions = {}
       );
       dq = rows.map((r) => ({ check: r.check_name, count: Number(r.issue_count) }));
     }
-    return { seeds, models, dq };
+    return { seeds, models, dq, mode, newDeliveries, ...(decided.reason ? { fullReason: decided.reason } : {}) };
   }).finally(restoreSettings);
 
   const ms = Math.round(performance.now() - started);
   logger.info(
-    { seeds: result.seeds.length, models: result.models.length, ms, dq: Object.fromEntries(result.dq.map((d) => [d.check, d.count])) },
+    { mode: result.mode, newDeliveries: result.newDeliveries, seeds: result.seeds.length, models: result.models.length, ms, dq: Object.fromEntries(result.dq.map((d) => [d.check, d.count])) },
     'transform done',
   );
   return { ...result, ms };
+}
+
+/** The model whose table gives each stream's rank in staging's delivery order (docs/incremental.md). */
+const STREAM_RANKS_MODEL = 'stg_streams';
+
+/**
+ * A digest of everything the models are built from besides the data: the compiled SQL,
+ * materializations and keys of every model, and the seed files. A change forces a full rebuild.
+ */
+export function hashModels(models: readonly CompiledModel[], seedPaths: readonly string[]): string {
+  const h = createHash('sha256');
+  for (const m of [...models].sort((a, b) => a.name.localeCompare(b.name))) {
+    h.update(JSON.stringify([m.name, m.materialized, m.uniqueKey ?? null, m.sql, m.incrementalSql ?? null]));
+  }
+  for (const p of [...seedPaths].sort()) h.update(readFileSync(p));
+  return h.digest('hex');
+}
+
+/**
+ * Incremental or full, and why (docs/incremental.md "When the transform rebuilds everything").
+ * @throws {WarehouseError}
+ */
+async function decideMode(
+  wh: Warehouse,
+  schema: string,
+  ordered: readonly CompiledModel[],
+  existing: ReadonlyMap<string, string>,
+  modelsHash: string,
+  fullRequested: boolean,
+): Promise<{ mode: 'full' | 'incremental'; reason?: string }> {
+  if (fullRequested) return { mode: 'full', reason: 'requested' };
+  const state = await wh.all<{ models_hash: string }>('select models_hash from etl.transform_state');
+  if (state.length === 0) return { mode: 'full', reason: 'first transform' };
+  if (state[0]!.models_hash !== modelsHash) return { mode: 'full', reason: 'models or seeds changed' };
+  const missing = ordered.find((m) => m.materialized === 'incremental' && existing.get(m.name) !== 'table');
+  if (missing) return { mode: 'full', reason: `table ${missing.name} missing` };
+  const ranks = ordered.find((m) => m.name === STREAM_RANKS_MODEL);
+  if (ranks) {
+    const changed = await wh.all<{ stream_id: string }>(
+      `select w.stream_id from etl.transform_watermarks w
+       left join (${ranks.sql}) r on w.stream_id = r.stream_id
+       where r.stream_rank is distinct from w.stream_rank limit 1`,
+    );
+    if (changed.length > 0) return { mode: 'full', reason: 'the order of streams changed' };
+  }
+  void schema;
+  return { mode: 'incremental' };
+}
+
+/** Rows of raw.events past the stored watermark of their stream. */
+async function countNewDeliveries(wh: Warehouse): Promise<number> {
+  const rows = await wh.all<{ n: bigint | number }>(
+    `select count(*) as n from raw.events e
+     left join etl.transform_watermarks w on e.stream_id = w.stream_id
+     where e.stream_position > coalesce(w.stream_position, 0)`,
+  );
+  return Number(rows[0]?.n ?? 0);
+}
+
+/**
+ * `delete+insert` of an incremental model: its incremental SQL gives the rows of the touched
+ * keys; the target's rows with those keys are replaced (dbt-duckdb's strategy of that name).
+ * @throws {WarehouseError}
+ */
+async function applyDelta(wh: Warehouse, target: string, model: CompiledModel): Promise<void> {
+  const keys = model.uniqueKey!.map(quoteIdent);
+  const delta = quoteIdent(`__delta_${model.name}`);
+  const on = keys.map((k) => `${target}.${k} is not distinct from d.${k}`).join(' and ');
+  // One round trip: the statements run in order inside the transform's transaction.
+  await wh.run(
+    `create or replace temp table ${delta} as\n${model.incrementalSql!}\n;\n` +
+      `delete from ${target} using (select distinct ${keys.join(', ')} from ${delta}) d where ${on};\n` +
+      `insert into ${target} by name select * from ${delta};\n` +
+      `drop table ${delta};`,
+  );
+}
+
+/**
+ * The watermark and the state row, in the transform's transaction: every raw row now read,
+ * per stream, with the stream's rank.
+ * @throws {WarehouseError}
+ */
+async function saveWatermarks(
+  wh: Warehouse,
+  schema: string,
+  ordered: readonly CompiledModel[],
+  modelsHash: string,
+  mode: 'full' | 'incremental',
+): Promise<void> {
+  const ranked = ordered.some((m) => m.name === STREAM_RANKS_MODEL);
+  await wh.run('delete from etl.transform_watermarks');
+  await wh.run(
+    ranked
+      ? `insert into etl.transform_watermarks
+         select e.stream_id, max(e.stream_position), any_value(r.stream_rank)
+         from raw.events e
+         inner join ${quoteIdent(schema)}.${quoteIdent(STREAM_RANKS_MODEL)} r on e.stream_id = r.stream_id
+         group by e.stream_id`
+      : `insert into etl.transform_watermarks
+         select stream_id, max(stream_position), 0 from raw.events group by stream_id`,
+  );
+  await wh.run('delete from etl.transform_state');
+  await wh.run(`insert into etl.transform_state values (?, ?, now())`, [modelsHash, mode]);
 }

@@ -119,6 +119,60 @@ export class StreamStore {
   }
 
   /**
+   * The id the stream of `baseId` (a filter's id, {@link StreamDefinition.streamId}) now goes
+   * by: `baseId` itself, or its latest restart `<baseId>_r<n>` ({@link reset}).
+   */
+  async currentId(baseId: string): Promise<string> {
+    const row = await this.wh.one<{ stream_id: string }>(
+      `select stream_id from etl.streams
+       where stream_id = ? or (starts_with(stream_id, ?) and regexp_full_match(substr(stream_id, ?), '[0-9]+'))
+       order by created_at desc, stream_id desc limit 1`,
+      [baseId, `${baseId}_r`, baseId.length + 3],
+    );
+    return row?.stream_id ?? baseId;
+  }
+
+  /**
+   * Start a stream again from the beginning (docs/contracts.md "Streams"): a new stream
+   * `<base>_r<n>` with the same filter and no cursor becomes active; the old one is retired and
+   * its rows stay (staging keeps the first delivery of each event). The next extract of that
+   * filter pages it from the first page.
+   *
+   * @returns the new stream
+   * @throws {ConfigError} no stream has this id
+   */
+  async reset(streamId: string): Promise<StreamState> {
+    return this.wh.transaction(async () => {
+      const old = await this.get(streamId);
+      if (!old) throw new ConfigError(`no stream ${streamId} in this warehouse`, { hint: 'list the streams with `recruit-etl streams`' });
+      const base = streamId.replace(/_r[0-9]+$/, '');
+      const gens = await this.wh.all<{ n: number | null }>(
+        `select max(try_cast(substr(stream_id, ?) as integer)) as n from etl.streams where starts_with(stream_id, ?)`,
+        [base.length + 3, `${base}_r`],
+      );
+      const next = (gens[0]?.n ?? 0) + 1;
+      const newId = `${base}_r${next}`;
+      await this.wh.run(
+        `update etl.streams set status = 'retired', retired_at = now(), updated_at = now()
+         where status = 'active' and (stream_id = ? or starts_with(stream_id, ?))`,
+        [base, `${base}_r`],
+      );
+      // created_at strictly after the old stream's: staging orders streams by it.
+      await this.wh.run(
+        `insert into etl.streams (stream_id, name, environment, api_origin, trial_ids, event_types,
+           next_page, has_next_page, event_count, status, created_at, updated_at)
+         select ?, name, environment, api_origin, trial_ids, event_types, null, null, 0, 'active',
+                greatest(now(), (select max(created_at) from etl.streams) + interval 1 millisecond), now()
+         from etl.streams where stream_id = ?`,
+        [newId, streamId],
+      );
+      const state = await this.get(newId);
+      if (!state) throw new Error(`stream ${newId} vanished`);
+      return state;
+    });
+  }
+
+  /**
    * Store the cursor after a committed batch. Call inside the same transaction as the
    * batch's rows (docs/contracts.md guarantee 1).
    */

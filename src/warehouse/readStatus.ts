@@ -33,6 +33,8 @@ export interface StreamStatus {
   /** Seconds since the cursor was last stored (null: never polled). */
   cursorAgeSeconds: number | null;
   lastPolledAt: string | null;
+  /** The last stream position the models were built from (docs/incremental.md); null: never transformed. */
+  transformedPosition: number | null;
 }
 
 /** Per stage that started: wall time in ms, `failed`, and its counts (`etl.runs.stages`). */
@@ -171,8 +173,10 @@ export async function readStatus(wh: Warehouse, runs = 10): Promise<WarehouseSta
   const streams = await wh.all<{
     stream_id: string; name: string; status: string; environment: string; event_count: bigint;
     has_next_page: boolean | null; age: number | null; last_polled_at: string | null; quarantined: bigint | null;
+    transformed: bigint | null;
   }>(
     `select stream_id, name, status, environment, event_count, has_next_page, ${quarantined} as quarantined,
+            ${(await tableExists(wh, 'etl', 'transform_watermarks')) ? '(select max(w.stream_position) from etl.transform_watermarks w where w.stream_id = s.stream_id)' : 'null'} as transformed,
             epoch(now() - last_polled_at)::double as age, strftime(last_polled_at, ${ISO}) as last_polled_at
      from etl.streams s order by status, created_at desc`,
   );
@@ -187,6 +191,7 @@ export async function readStatus(wh: Warehouse, runs = 10): Promise<WarehouseSta
     cursorState: s.last_polled_at === null ? 'never polled' : s.has_next_page ? 'behind' : 'caught up',
     cursorAgeSeconds: s.age === null ? null : Math.max(0, Math.round(s.age)),
     lastPolledAt: s.last_polled_at,
+    transformedPosition: s.transformed === null ? null : Number(s.transformed),
   }));
   const ages = status.streams.filter((s) => s.status === 'active' && s.cursorAgeSeconds !== null).map((s) => s.cursorAgeSeconds!);
   status.freshness.cursorAgeSeconds = ages.length ? Math.max(...ages) : null;

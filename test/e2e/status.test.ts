@@ -54,7 +54,7 @@ describe('recruit-etl status', () => {
     expect(s.freshness.cursorAgeSeconds).toBeGreaterThanOrEqual(0);
 
     expect(s.streams).toHaveLength(1);
-    expect(keys(s.streams[0]!)).toEqual(['cursorAgeSeconds', 'cursorState', 'environment', 'events', 'hasNextPage', 'lastPolledAt', 'name', 'quarantined', 'status', 'streamId']);
+    expect(keys(s.streams[0]!)).toEqual(['cursorAgeSeconds', 'cursorState', 'environment', 'events', 'hasNextPage', 'lastPolledAt', 'name', 'quarantined', 'status', 'streamId', 'transformedPosition']);
     expect(s.streams[0]!.cursorState).toBe('caught up');
 
     expect(s.runs).toHaveLength(1);

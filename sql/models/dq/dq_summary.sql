@@ -39,6 +39,10 @@ unmapped_sites as (
     select * from {{ ref('dq_unmapped_sites') }}
 ),
 
+future_dated_events as (
+    select * from {{ ref('dq_future_dated_events') }}
+),
+
 checks as (
     select 'dq_unknown_event_types' as check_name, 'events of a type missing from seed_event_types' as description,
         coalesce(sum(event_count), 0) as issue_count, count(*) as detail_rows,
@@ -75,6 +79,10 @@ checks as (
     select 'dq_unmapped_sites', 'event sites (trial × site) without a display name in seed_site_names (--site-names)',
         count(*), count(*),
     from unmapped_sites
+    union all
+    select 'dq_future_dated_events', 'events whose domain time is more than a day after their publication (else extraction)',
+        count(*), count(*),
+    from future_dated_events
 ),
 
 final as (

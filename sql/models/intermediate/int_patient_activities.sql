@@ -5,19 +5,34 @@
 -- so a jump to enrolled also dates the stages it implies), the first pre-screen and screen
 -- failure. mart_site_activity and mart_site_activity_monthly count these rows per period
 -- (docs/models.md "mart_site_activity").
+-- Incremental by patient (docs/incremental.md): a patient's activities are recomputed when
+-- one of its events is new; none of them depends on as_of_at.
+
+{{ config(materialized='incremental', unique_key='patient_key', incremental_strategy='delete+insert') }}
+-- dbt sees refs inside is_incremental() blocks only when named here (docs/incremental.md "dbt").
+-- depends_on: {{ ref('int_delta_patients') }}
 
 with
 
 funnel as (
     select * from {{ ref('fct_patient_funnel') }}
+    {% if is_incremental() %}
+    where patient_key in (select patient_key from {{ ref('int_delta_patients') }})
+    {% endif %}
 ),
 
 contact_attempts as (
     select * from {{ ref('fct_contact_attempts') }}
+    {% if is_incremental() %}
+    where patient_key in (select patient_key from {{ ref('int_delta_patients') }})
+    {% endif %}
 ),
 
 status_history as (
     select * from {{ ref('fct_patient_status_history') }}
+    {% if is_incremental() %}
+    where patient_key in (select patient_key from {{ ref('int_delta_patients') }})
+    {% endif %}
 ),
 
 failures as (

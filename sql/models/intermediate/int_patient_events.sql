@@ -2,26 +2,58 @@
 -- contact attempt): the patient keys, the domain time that orders business history, and
 -- publication lag. Events missing a key or their domain time are left to dq_invalid_events.
 
+{{ config(materialized='incremental', unique_key='patient_key', incremental_strategy='delete+insert') }}
+-- dbt sees refs inside is_incremental() blocks only when named here (docs/incremental.md "dbt").
+-- depends_on: {{ ref('int_delta_patients') }}
+
 with
 
 patients_created as (
-    select * from {{ ref('stg_patients_created') }}
+    select * from {{ ref('stg_patients_created') }} as source_rows
     where has_required_fields
+    {% if is_incremental() %}
+        and exists (
+            select 1 from {{ ref('int_delta_patients') }} as delta
+            where delta.trial_id = source_rows.trial_id
+                and delta.referral_subject_id = source_rows.referral_subject_id
+        )
+    {% endif %}
 ),
 
 referral_acknowledgements as (
-    select * from {{ ref('stg_referral_acknowledgements') }}
+    select * from {{ ref('stg_referral_acknowledgements') }} as source_rows
     where has_required_fields
+    {% if is_incremental() %}
+        and exists (
+            select 1 from {{ ref('int_delta_patients') }} as delta
+            where delta.trial_id = source_rows.trial_id
+                and delta.referral_subject_id = source_rows.referral_subject_id
+        )
+    {% endif %}
 ),
 
 status_changes as (
-    select * from {{ ref('stg_patient_status_changes') }}
+    select * from {{ ref('stg_patient_status_changes') }} as source_rows
     where has_required_fields
+    {% if is_incremental() %}
+        and exists (
+            select 1 from {{ ref('int_delta_patients') }} as delta
+            where delta.trial_id = source_rows.trial_id
+                and delta.referral_subject_id = source_rows.referral_subject_id
+        )
+    {% endif %}
 ),
 
 contact_attempts as (
-    select * from {{ ref('stg_contact_attempts') }}
+    select * from {{ ref('stg_contact_attempts') }} as source_rows
     where has_required_fields
+    {% if is_incremental() %}
+        and exists (
+            select 1 from {{ ref('int_delta_patients') }} as delta
+            where delta.trial_id = source_rows.trial_id
+                and delta.referral_subject_id = source_rows.referral_subject_id
+        )
+    {% endif %}
 ),
 
 created_flagged as (
@@ -38,25 +70,25 @@ created_flagged as (
 unioned as (
     select
         event_id, event_type, 'patient_created' as entity, trial_id, referral_subject_id,
-        site_id, domain_at, published_at, event_seq, stream_id, stream_position,
+        site_id, domain_at, published_at, extracted_at, event_seq, stream_id, stream_position,
         is_redundant_created,
     from created_flagged
     union all
     select
         event_id, event_type, 'referral_acknowledged' as entity, trial_id, referral_subject_id,
-        site_id, domain_at, published_at, event_seq, stream_id, stream_position,
+        site_id, domain_at, published_at, extracted_at, event_seq, stream_id, stream_position,
         false as is_redundant_created,
     from referral_acknowledgements
     union all
     select
         event_id, event_type, 'status_changed' as entity, trial_id, referral_subject_id,
-        site_id, domain_at, published_at, event_seq, stream_id, stream_position,
+        site_id, domain_at, published_at, extracted_at, event_seq, stream_id, stream_position,
         false as is_redundant_created,
     from status_changes
     union all
     select
         event_id, event_type, 'contact_attempt' as entity, trial_id, referral_subject_id,
-        site_id, domain_at, published_at, event_seq, stream_id, stream_position,
+        site_id, domain_at, published_at, extracted_at, event_seq, stream_id, stream_position,
         false as is_redundant_created,
     from contact_attempts
 ),
@@ -85,9 +117,13 @@ final as (
         site_id,
         domain_at,
         published_at,
+        extracted_at,
         publish_lag_hours,
         -- Late: published more than 24 hours after its domain time (a backfill or a late entry).
         coalesce(publish_lag_hours > 24, false) as is_late,
+        -- Future-dated: a domain time more than a day after the job could have seen the event
+        -- (its publication, else its extraction): a mistyped date, kept out of as_of_at.
+        domain_at > coalesce(published_at, extracted_at) + interval 1 day as is_future_dated,
         is_redundant_created,
         event_seq,
         stream_id,

@@ -2,16 +2,34 @@
 -- event plus every status-changed event, mapped through seed_patient_status_stages
 -- (unknown values: stage 'unmapped', no rank), in domain order with event order as tie-break.
 
+{{ config(materialized='incremental', unique_key='patient_key', incremental_strategy='delete+insert') }}
+-- dbt sees refs inside is_incremental() blocks only when named here (docs/incremental.md "dbt").
+-- depends_on: {{ ref('int_delta_patients') }}
+
 with
 
 patients_created as (
-    select * from {{ ref('stg_patients_created') }}
+    select * from {{ ref('stg_patients_created') }} as source_rows
     where has_required_fields
+    {% if is_incremental() %}
+        and exists (
+            select 1 from {{ ref('int_delta_patients') }} as delta
+            where delta.trial_id = source_rows.trial_id
+                and delta.referral_subject_id = source_rows.referral_subject_id
+        )
+    {% endif %}
 ),
 
 status_changes as (
-    select * from {{ ref('stg_patient_status_changes') }}
+    select * from {{ ref('stg_patient_status_changes') }} as source_rows
     where has_required_fields
+    {% if is_incremental() %}
+        and exists (
+            select 1 from {{ ref('int_delta_patients') }} as delta
+            where delta.trial_id = source_rows.trial_id
+                and delta.referral_subject_id = source_rows.referral_subject_id
+        )
+    {% endif %}
 ),
 
 status_stages as (

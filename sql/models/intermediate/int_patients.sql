@@ -2,15 +2,29 @@
 -- Created facts come from the patient's first created event (by domain time, then event
 -- order); the site is that event's site, else the site of the patient's first event.
 
+{{ config(materialized='incremental', unique_key='patient_key', incremental_strategy='delete+insert') }}
+-- dbt sees refs inside is_incremental() blocks only when named here (docs/incremental.md "dbt").
+-- depends_on: {{ ref('int_delta_patients') }}
+
 with
 
 patient_events as (
     select * from {{ ref('int_patient_events') }}
+    {% if is_incremental() %}
+    where patient_key in (select patient_key from {{ ref('int_delta_patients') }})
+    {% endif %}
 ),
 
 patients_created as (
-    select * from {{ ref('stg_patients_created') }}
+    select * from {{ ref('stg_patients_created') }} as source_rows
     where has_required_fields
+    {% if is_incremental() %}
+        and exists (
+            select 1 from {{ ref('int_delta_patients') }} as delta
+            where delta.trial_id = source_rows.trial_id
+                and delta.referral_subject_id = source_rows.referral_subject_id
+        )
+    {% endif %}
 ),
 
 created_summary as (

@@ -1,11 +1,18 @@
 -- One row per contact attempt × outcome value (distinct), across every event of the attempt,
 -- mapped through seed_contact_outcomes (unknown values: is_mapped false, is_reached null).
 
+{{ config(materialized='incremental', unique_key='contact_attempt_id', incremental_strategy='delete+insert') }}
+-- dbt sees refs inside is_incremental() blocks only when named here (docs/incremental.md "dbt").
+-- depends_on: {{ ref('int_delta_contact_attempts') }}
+
 with
 
 contact_attempt_events as (
     select * from {{ ref('stg_contact_attempts') }}
     where has_required_fields
+    {% if is_incremental() %}
+    and contact_attempt_id in (select contact_attempt_id from {{ ref('int_delta_contact_attempts') }})
+    {% endif %}
 ),
 
 contact_outcomes as (

@@ -1,19 +1,33 @@
 -- One row per contact_attempt_id, however many events (and spellings) carried it: the
 -- attempt's facts from its first event, outcomes from all of them, its number per patient.
 
+{{ config(materialized='incremental', unique_key='contact_attempt_id', incremental_strategy='delete+insert') }}
+-- dbt sees refs inside is_incremental() blocks only when named here (docs/incremental.md "dbt").
+-- depends_on: {{ ref('int_delta_contact_attempts') }}
+-- depends_on: {{ ref('int_delta_patients') }}
+
 with
 
 contact_attempt_events as (
     select * from {{ ref('stg_contact_attempts') }}
     where has_required_fields
+    {% if is_incremental() %}
+    and contact_attempt_id in (select contact_attempt_id from {{ ref('int_delta_contact_attempts') }})
+    {% endif %}
 ),
 
 attempt_outcomes as (
     select * from {{ ref('fct_contact_attempt_outcomes') }}
+    {% if is_incremental() %}
+    where contact_attempt_id in (select contact_attempt_id from {{ ref('int_delta_contact_attempts') }})
+    {% endif %}
 ),
 
 patients as (
     select * from {{ ref('int_patients') }}
+    {% if is_incremental() %}
+    where patient_key in (select patient_key from {{ ref('int_delta_patients') }})
+    {% endif %}
 ),
 
 attempt_events as (

@@ -2,10 +2,17 @@
 -- (in domain order, event order as tie-break) collapse into one spell, valid from its first
 -- observation until the next spell starts. A backfilled status slots into its place.
 
+{{ config(materialized='incremental', unique_key='patient_key', incremental_strategy='delete+insert') }}
+-- dbt sees refs inside is_incremental() blocks only when named here (docs/incremental.md "dbt").
+-- depends_on: {{ ref('int_delta_patients') }}
+
 with
 
 status_events as (
     select * from {{ ref('int_patient_status_events') }}
+    {% if is_incremental() %}
+    where patient_key in (select patient_key from {{ ref('int_delta_patients') }})
+    {% endif %}
 ),
 
 spell_starts as (

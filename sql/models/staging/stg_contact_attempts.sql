@@ -2,11 +2,18 @@
 -- v1.patient.contactAttempt.created) in one model. Several events may share one
 -- contact_attempt_id; fct_contact_attempts makes them one attempt.
 
+{{ config(materialized='incremental', unique_key='event_id', incremental_strategy='delete+insert') }}
+-- dbt sees refs inside is_incremental() blocks only when named here (docs/incremental.md "dbt").
+-- depends_on: {{ ref('int_delta_events') }}
+
 with
 
 events as (
     select * from {{ ref('stg_events') }}
     where entity = 'contact_attempt'
+    {% if is_incremental() %}
+        and event_id in (select event_id from {{ ref('int_delta_events') }})
+    {% endif %}
 ),
 
 extracted as (
@@ -17,6 +24,7 @@ extracted as (
         stream_id,
         stream_position,
         published_at,
+        extracted_at,
         trial_id,
         referral_subject_id,
         site_id,
@@ -57,6 +65,7 @@ final as (
         coalesce(contact_attempt_outcomes, []::varchar[]) as contact_attempt_outcomes,
         cast(contact_attempt_date as timestamp) as domain_at,
         published_at,
+        extracted_at,
         event_seq,
         stream_id,
         stream_position,

@@ -1,6 +1,8 @@
 -- One row per distinct event_id across all streams: the first delivery (lowest stream
 -- position of the earliest-created stream), every event type included (known or not).
--- event_seq is the global tie-break order: stream creation order, then stream position.
+-- event_seq is the global tie-break order: stream creation order (stg_streams), then stream
+-- position, as stream_rank * 10^12 + stream_position: an event's number never depends on
+-- which other events exist, so the incremental transform adds events without renumbering.
 -- The message is parsed here, once, into the text of every field the models read
 -- (`message ->> 'field'` semantics: strings unquoted, other values as JSON text, absent or
 -- null as NULL); the typed stg_ models cast them. Later models never touch JSON.
@@ -8,39 +10,26 @@
 -- joined back and parsed once, for first deliveries only. `not materialized` keeps DuckDB
 -- from copying raw.events (messages included) into a CTE buffer.
 
+{{ config(materialized='incremental', unique_key='event_id', incremental_strategy='delete+insert') }}
+-- dbt sees refs inside is_incremental() blocks only when named here (docs/incremental.md "dbt").
+-- depends_on: {{ ref('int_delta_events') }}
+
 with
 
 events as not materialized (
     select * from {{ source('raw', 'events') }}
+    {% if is_incremental() %}
+    -- every delivery of the events delivered since the last transform (docs/incremental.md)
+    where event_id in (select event_id from {{ ref('int_delta_events') }})
+    {% endif %}
 ),
 
-streams as (
-    select * from {{ source('etl', 'streams') }}
+stream_ranks as (
+    select * from {{ ref('stg_streams') }}
 ),
 
 event_types as (
     select * from {{ ref('seed_event_types') }}
-),
-
-stream_first_seen as (
-    select
-        events.stream_id,
-        min(events.extracted_at) as first_extracted_at,
-    from events
-    group by events.stream_id
-),
-
-stream_ranks as (
-    select
-        stream_first_seen.stream_id,
-        row_number() over (
-            order by
-                coalesce(streams.created_at, stream_first_seen.first_extracted_at),
-                stream_first_seen.stream_id
-        ) as stream_rank,
-    from stream_first_seen
-    left join streams
-        on stream_first_seen.stream_id = streams.stream_id
 ),
 
 first_deliveries as (
@@ -59,9 +48,11 @@ first_deliveries as (
 ),
 
 sequenced as (
+    -- The order of first deliveries as a number that does not depend on the other events:
+    -- stream rank, then stream position (positions stay below 10^12).
     select
         *,
-        row_number() over (order by stream_rank, stream_position) as event_seq,
+        stream_rank * 1000000000000 + stream_position as event_seq,
     from first_deliveries
 ),
 

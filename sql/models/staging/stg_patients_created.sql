@@ -1,11 +1,18 @@
 -- One row per patient-created event (v1.patient.created, v2.patient.created, ...), typed.
 -- A patient created under several versions has several rows here; int_patients keeps one.
 
+{{ config(materialized='incremental', unique_key='event_id', incremental_strategy='delete+insert') }}
+-- dbt sees refs inside is_incremental() blocks only when named here (docs/incremental.md "dbt").
+-- depends_on: {{ ref('int_delta_events') }}
+
 with
 
 events as (
     select * from {{ ref('stg_events') }}
     where entity = 'patient_created'
+    {% if is_incremental() %}
+        and event_id in (select event_id from {{ ref('int_delta_events') }})
+    {% endif %}
 ),
 
 extracted as (
@@ -17,6 +24,7 @@ extracted as (
         stream_id,
         stream_position,
         published_at,
+        extracted_at,
         trial_id,
         referral_subject_id,
         site_id,
@@ -50,6 +58,7 @@ final as (
         created_at,
         coalesce(created_at, referral_received_at) as domain_at,
         published_at,
+        extracted_at,
         event_seq,
         stream_id,
         stream_position,

@@ -1,10 +1,17 @@
 -- One row per referral-acknowledged event, typed.
 
+{{ config(materialized='incremental', unique_key='event_id', incremental_strategy='delete+insert') }}
+-- dbt sees refs inside is_incremental() blocks only when named here (docs/incremental.md "dbt").
+-- depends_on: {{ ref('int_delta_events') }}
+
 with
 
 events as (
     select * from {{ ref('stg_events') }}
     where entity = 'referral_acknowledged'
+    {% if is_incremental() %}
+        and event_id in (select event_id from {{ ref('int_delta_events') }})
+    {% endif %}
 ),
 
 extracted as (
@@ -15,6 +22,7 @@ extracted as (
         stream_id,
         stream_position,
         published_at,
+        extracted_at,
         trial_id,
         referral_subject_id,
         site_id,
@@ -39,6 +47,7 @@ final as (
         referral_acknowledged_at,
         referral_acknowledged_at as domain_at,
         published_at,
+        extracted_at,
         event_seq,
         stream_id,
         stream_position,

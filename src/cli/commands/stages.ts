@@ -39,7 +39,7 @@ const COMMANDS: StageCommand[] = [
   },
   {
     name: 'transform',
-    describe: 'rebuild every model in sql/models from the raw tables',
+    describe: 'build the models of sql/models from the events loaded since the last transform (--full-refresh: from all of raw)',
     stages: ['transform'],
     needs: [],
   },

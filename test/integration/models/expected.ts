@@ -151,6 +151,7 @@ export const MART: Expectation = {
 export const DQ_SUMMARY: Expectation = {
   sql: `select check_name, issue_count::int as issue_count from main.dq_summary order by check_name`,
   rows: [
+    { check_name: 'dq_future_dated_events', issue_count: 0 },
     { check_name: 'dq_invalid_events', issue_count: 1 },
     // e27 (status published 15 days late) and the two v2 backfills
     { check_name: 'dq_late_events', issue_count: 3 },

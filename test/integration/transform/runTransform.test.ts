@@ -40,7 +40,9 @@ describe('runTransform', () => {
   test('builds every real model on an empty warehouse (no events yet)', async () => {
     const r = await runTransform(wh);
     expect(r.seeds.map((s) => s.name)).toEqual(['seed_contact_outcomes', 'seed_event_types', 'seed_patient_status_stages', 'seed_site_names']);
-    expect(r.models.find((m) => m.name === 'fct_patient_funnel')).toMatchObject({ rows: 0, materialized: 'table' });
+    expect(r.models.find((m) => m.name === 'fct_patient_funnel')).toMatchObject({ rows: 0, materialized: 'view' });
+    expect(r.models.find((m) => m.name === 'int_patient_funnel')).toMatchObject({ rows: 0, materialized: 'incremental' });
+    expect(r.mode).toBe('full');
     expect(r.dq.every((d) => d.count === 0)).toBe(true);
     expect(r.dq.map((d) => d.check)).toContain('dq_unknown_event_types');
   });
@@ -57,11 +59,11 @@ describe('runTransform', () => {
     expect(await wh.one(`select current_setting('preserve_insertion_order') as v`)).toEqual({ v: true });
   });
 
-  test('only stg_events reads raw JSON: the message is parsed once, later models read columns', async () => {
+  test('only stg_events reads raw JSON (and int_delta_patients, the keys of the delta\'s deliveries): the message is parsed once, later models read columns', async () => {
     const { readFileSync } = await import('node:fs');
     const { listModelFiles } = await import('../../../src/transform/runTransform.js');
     for (const file of listModelFiles(MODELS_DIR)) {
-      if (file.endsWith('/stg_events.sql')) continue;
+      if (file.endsWith('/stg_events.sql') || file.endsWith('/int_delta_patients.sql')) continue;
       const text = readFileSync(file, 'utf8').replace(/--.*$/gm, '');
       expect(/\bmessage\b|\benvelope\b|->>|json_transform|from_json/.test(text), file).toBe(false);
     }

@@ -107,6 +107,7 @@ describe('one schema for options, defaults and flags', () => {
       ['--grow-every-ms', 'growEveryMs', 'number', undefined],
       ['--grow-events', 'growEvents', 'number', 10],
       ['--synthetic-events', 'syntheticEvents', 'number', undefined],
+      ['--synthetic-late-tail', 'syntheticLateTail', 'number', undefined],
       ['--fault', 'fault', 'array', undefined],
     ]);
     for (const f of MOCK_API_FLAGS) expect(f.description.length, f.flag).toBeGreaterThan(10);

@@ -85,3 +85,37 @@ describe('macros', () => {
     }
   });
 });
+
+describe('incremental models (docs/incremental.md)', () => {
+  const text = `{{ config(materialized='incremental', unique_key=['trial_id', 'site_id'], incremental_strategy='delete+insert') }}
+-- depends_on: {{ ref('int_delta_patients') }}
+select * from {{ ref('base') }}
+{% if is_incremental() %}
+where trial_id in (select trial_id from {{ ref('int_delta_patients') }}) and 1 = (select 1 from {{ this }} limit 1)
+{% endif %}`;
+
+  test('the full SQL drops the is_incremental() block, the incremental SQL keeps it; refs of both are collected', () => {
+    const m = compileModel('agg', text);
+    expect(m.materialized).toBe('incremental');
+    expect(m.uniqueKey).toEqual(['trial_id', 'site_id']);
+    expect(m.sql).not.toMatch(/where trial_id/);
+    expect(m.incrementalSql).toMatch(/where trial_id in \(select trial_id from "main"\."int_delta_patients"\)/);
+    expect(m.incrementalSql).toContain('from "main"."agg" limit 1');
+    expect(m.refs).toEqual(['int_delta_patients', 'base']);
+  });
+
+  test('a table model has no incremental SQL; this resolves to the model itself', () => {
+    const m = compileModel('plain', `select * from {{ this }}`);
+    expect(m.materialized).toBe('table');
+    expect(m.incrementalSql).toBeUndefined();
+    expect(m.sql).toBe('select * from "main"."plain"');
+  });
+
+  test('an incremental model without unique_key, or with another strategy, is refused', () => {
+    expect(() => compileModel('a', `{{ config(materialized='incremental') }} select 1`)).toThrow(/needs a unique_key/);
+    expect(() => compileModel('a', `{{ config(materialized='incremental', unique_key='k', incremental_strategy='merge') }} select 1 as k`)).toThrow(
+      /incremental_strategy='merge' is not supported/,
+    );
+    expect(() => compileModel('a', `{{ config(materialized='ephemeral') }} select 1`)).toThrow(TransformError);
+  });
+});

@@ -1,0 +1,82 @@
+/**
+ * `recruit-etl streams` lists the streams (position, transformed position, cursor, status);
+ * `streams reset <id>` starts one again from the first page: the old stream is retired and
+ * keeps its rows, the next `run` pages the new one from the beginning, staging keeps one row
+ * per event, and the incremental models still equal a full refresh (docs/contracts.md "Streams").
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { join } from 'node:path';
+import type { MockApi } from '../../src/simulator/index.js';
+import { runTransform } from '../../src/transform/runTransform.js';
+import { Warehouse } from '../../src/warehouse/Warehouse.js';
+import { runCli } from '../helpers/cli.js';
+import { envFor, startSim } from '../helpers/sim.js';
+import { tempDir } from '../helpers/tmp.js';
+
+interface StreamLine {
+  streamId: string;
+  status: string;
+  events: number;
+  transformedPosition: number | null;
+}
+
+describe('streams: list and reset', () => {
+  let api: MockApi;
+  let tmp: ReturnType<typeof tempDir>;
+  beforeAll(async () => {
+    api = await startSim({ seed: 4, patientsPerTrial: 20 });
+    tmp = tempDir();
+  });
+  afterAll(async () => {
+    await api.close();
+    tmp.cleanup();
+  });
+
+  it('lists, resets, and the next run pages the stream again from the beginning', async () => {
+    const db = join(tmp.dir, 'warehouse.duckdb');
+    const env = envFor(api, db, { RECRUIT_ETL_EXPORT_DIR: join(tmp.dir, 'exports') });
+    expect((await runCli(['run'], env)).code).toBe(0);
+    const listed = await runCli(['streams', '--json'], env);
+    expect(listed.code, listed.stderr).toBe(0);
+    const streams = JSON.parse(listed.stdout) as StreamLine[];
+    expect(streams).toHaveLength(1);
+    const first = streams[0]!;
+    expect(first).toMatchObject({ status: 'active', transformedPosition: first.events });
+    expect(first.events).toBeGreaterThan(100);
+    const text = await runCli(['streams'], env);
+    expect(text.stdout).toMatch(/position\s+transformed/);
+    expect(text.stdout).toContain(first.streamId);
+
+    expect((await runCli(['streams', 'reset', 'no-such-stream'], env)).code).toBe(2);
+    const reset = await runCli(['streams', 'reset', first.streamId, '--json'], env);
+    expect(reset.code, reset.stderr).toBe(0);
+    const fresh = JSON.parse(reset.stdout) as StreamLine;
+    expect(fresh).toMatchObject({ streamId: `${first.streamId}_r1`, status: 'active', events: 0, transformedPosition: null });
+
+    const again = await runCli(['run'], env);
+    expect(again.code, again.stderr).toBe(0);
+    const after = JSON.parse((await runCli(['streams', '--json'], env)).stdout) as StreamLine[];
+    expect(after.find((s) => s.streamId === first.streamId)).toMatchObject({ status: 'retired', events: first.events });
+    expect(after.find((s) => s.streamId === fresh.streamId)).toMatchObject({ status: 'active', events: first.events, transformedPosition: first.events });
+
+    const wh = await Warehouse.open(db);
+    try {
+      const n = await wh.all<{ raw: bigint; staged: bigint; redelivered: bigint }>(
+        `select (select count(*) from raw.events) as raw, (select count(*) from main.stg_events) as staged,
+                (select count(*) from main.stg_events where delivery_count = 2 and stream_id = '${first.streamId}') as redelivered`,
+      );
+      expect(n[0]).toEqual({ raw: BigInt(2 * first.events), staged: BigInt(first.events), redelivered: BigInt(first.events) });
+      // the incremental models after the reset equal a full refresh
+      const names = (await wh.all<{ t: string }>(`select table_name as t from information_schema.tables where table_schema = 'main' and table_name not like 'int_delta_%'`)).map((r) => r.t);
+      await wh.run('create schema snap');
+      for (const t of names) await wh.run(`create table snap."${t}" as select * from main."${t}"`);
+      await runTransform(wh, { fullRefresh: true });
+      for (const t of names) {
+        const d = await wh.all<{ c: bigint }>(`select count(*) as c from ((select * from snap."${t}" except all select * from main."${t}") union all (select * from main."${t}" except all select * from snap."${t}"))`);
+        expect(Number(d[0]!.c), t).toBe(0);
+      }
+    } finally {
+      await wh.close();
+    }
+  }, 180_000);
+});
