@@ -53,6 +53,12 @@ export interface ProgressOptions {
   terminal?: Terminal;
   /** Clock in ms (tests). */
   now?: () => number;
+  /**
+   * Log the summary as a line (default true). The CLI turns it off when both stdout and
+   * stderr are terminals: a person reads the block on stderr, and the pretty log would
+   * repeat it as a long object.
+   */
+  summaryLine?: boolean;
 }
 
 /** What a stage counted, as the summary and `etl.runs.stages` record it (docs/contracts.md "etl.runs"). */
@@ -164,7 +170,7 @@ export class Progress {
 
   /** Report the run summary: one JSON log line, and on a terminal a readable block. */
   summary(s: RunSummary): void {
-    this.options.logger.info({ summary: s }, 'run summary');
+    if (this.options.summaryLine !== false || !this.terminal) this.options.logger.info({ summary: s }, 'run summary');
     this.terminal?.write(formatSummary(s));
   }
 

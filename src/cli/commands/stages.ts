@@ -65,7 +65,13 @@ export function stageCommands(ctx: CliContext): CommandModule[] {
       if (c.name === 'run' && config.micrositeId === undefined) stages = stages.filter((s) => s !== 'sites');
       if (c.name === 'run' && !stages.includes('sites')) logger.info({}, 'sites skipped: no --microsite-id configured');
       // Live progress and the readable summary on stderr when it is a terminal (src/log/progress.ts).
-      const progress = new Progress({ logger, intervalSeconds: config.progressInterval, terminal: ctx.stderr as Terminal });
+      const terminal = ctx.stderr as Terminal;
+      const progress = new Progress({
+        logger,
+        intervalSeconds: config.progressInterval,
+        terminal,
+        summaryLine: !((ctx.stdout as Terminal).isTTY === true && terminal.isTTY === true),
+      });
       await runJob(c.name, stages, {
         config,
         logger,
