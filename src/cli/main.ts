@@ -14,7 +14,6 @@ import type { CliContext } from './context.js';
 import { HELP_EPILOGUE } from './options.js';
 import { keyName } from '../config/config.js';
 import { readerModes } from '../fs/readerFiles.js';
-import { writeMetricsFile } from '../metrics/metricsFile.js';
 import { stageCommands } from './commands/stages.js';
 import { statusCommand } from './commands/status.js';
 import { streamsCommand } from './commands/streams.js';
@@ -137,6 +136,8 @@ async function writeMetrics(ctx: CliContext, exitCode: number): Promise<void> {
     else ctx.stderr.write(`recruit-etl: warning: ${msg}: ${m.path}\n`);
   };
   try {
+    // Loaded only when asked for: prom-client is not needed on the CLI's other paths.
+    const { writeMetricsFile } = await import('../metrics/metricsFile.js');
     await writeMetricsFile(
       m.path,
       { command: m.command, exitCode, startedAt: m.startedAt, finishedAt: new Date(), eventsLoaded: m.eventsLoaded },
