@@ -181,7 +181,7 @@ export async function runTransform(wh: Warehouse, options: TransformOptions = {}
       existing.set(name, kind);
     };
 
-    const decided = await decideMode(wh, schema, ordered, existing, modelsHash, options.fullRefresh === true || options.only !== undefined);
+    const decided = await decideMode(wh, ordered, existing, modelsHash, options.fullRefresh === true || options.only !== undefined);
     const mode = decided.mode;
     if (mode === 'full' && options.only === undefined) {
       // Delta models then see every raw row as new.
@@ -283,7 +283,6 @@ export function hashModels(models: readonly CompiledModel[], seedPaths: readonly
  */
 async function decideMode(
   wh: Warehouse,
-  schema: string,
   ordered: readonly CompiledModel[],
   existing: ReadonlyMap<string, string>,
   modelsHash: string,
@@ -304,7 +303,6 @@ async function decideMode(
     );
     if (changed.length > 0) return { mode: 'full', reason: 'the order of streams changed' };
   }
-  void schema;
   return { mode: 'incremental' };
 }
 
