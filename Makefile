@@ -7,7 +7,11 @@ SHELL := /bin/bash
 DEMO_PORT ?= 8787
 SOURCES := $(shell find src -name '*.ts' 2>/dev/null) tsconfig.json tsconfig.build.json
 
-.PHONY: help install build typecheck test demo run status dbt bench clean
+.PHONY: help install build typecheck test demo run status dbt bench clean extensions postgres demo-lake
+
+# PostgreSQL server binaries for the lake's integration tests and make demo-lake (initdb, pg_ctl).
+PG_BIN ?= $(or $(RECRUIT_ETL_PG_BIN),$(shell pg_config --bindir 2>/dev/null | grep -v '^$$' || true),/usr/lib/postgresql/15/bin)
+export RECRUIT_ETL_PG_BIN := $(PG_BIN)
 
 help:
 	@echo "make demo      run the nightly job against the built-in simulator, print the funnel"
@@ -16,6 +20,8 @@ help:
 	@echo "make status    streams, cursors, last runs, row counts"
 	@echo "make dbt       build the same models with dbt-duckdb (after make demo)"
 	@echo "make bench     ingest benchmark (BENCH_EVENTS=1000000)"
+	@echo "make demo-lake the demo, then a publish into a DuckLake on a private PostgreSQL (docs/lakehouse.md)"
+	@echo "make extensions DuckDB extensions of the lake from PyPI into .duckdb/extensions"
 
 node_modules/.installed: package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
@@ -30,10 +36,22 @@ dist/.built: node_modules/.installed $(SOURCES)
 
 build: dist/.built
 
+# The lake's DuckDB extensions (ducklake, postgres_scanner) unpacked from their PyPI packages
+# at the version package.json pins ("duckdbExtensions"); stamped, so a second make is instant.
+.duckdb/extensions/.stamp: package.json scripts/extensions.sh node_modules/.installed
+	bash scripts/extensions.sh
+	@touch $@
+
+extensions: .duckdb/extensions/.stamp
+
+# The lake tests start a private PostgreSQL cluster: its binaries must be on the machine.
+postgres:
+	@test -x "$(PG_BIN)/initdb" -a -x "$(PG_BIN)/pg_ctl" || { echo "PostgreSQL server binaries (initdb, pg_ctl) not found in $(PG_BIN): install postgresql-15 (apt-get install postgresql-15) or set RECRUIT_ETL_PG_BIN" >&2; exit 1; }
+
 typecheck: node_modules/.installed
 	npm run --silent typecheck
 
-test: build typecheck
+test: build typecheck extensions postgres
 	npx vitest run
 
 demo: build
@@ -51,8 +69,11 @@ dbt: build
 	@test -f $${RECRUIT_ETL_DB:-data/warehouse.duckdb} || DEMO_PORT=$(DEMO_PORT) bash scripts/demo.sh
 	bash dbt/dbt.sh build
 
+demo-lake: build extensions postgres
+	DEMO_PORT=$(DEMO_PORT) bash scripts/demo-lake.sh
+
 bench: build
 	npm run --silent bench
 
 clean:
-	rm -rf dist data .venv dbt/target dbt/dbt_packages dbt/logs
+	rm -rf dist data .venv .duckdb dbt/target dbt/dbt_packages dbt/logs
