@@ -10,8 +10,8 @@ SOURCES := $(shell find src -name '*.ts' 2>/dev/null) tsconfig.json tsconfig.bui
 .PHONY: help install build typecheck test demo run status dbt bench clean extensions postgres demo-lake
 
 # PostgreSQL server binaries for the lake's integration tests and make demo-lake (initdb, pg_ctl).
-PG_BIN ?= $(or $(RECRUIT_ETL_PG_BIN),$(shell pg_config --bindir 2>/dev/null | grep -v '^$$' || true),/usr/lib/postgresql/15/bin)
-export RECRUIT_ETL_PG_BIN := $(PG_BIN)
+PG_BIN ?= $(or $(shell pg_config --bindir 2>/dev/null | grep -v '^$$' || true),/usr/lib/postgresql/15/bin)
+export PG_BIN
 
 help:
 	@echo "make demo      run the nightly job against the built-in simulator, print the funnel"
@@ -46,7 +46,7 @@ extensions: .duckdb/extensions/.stamp
 
 # The lake tests start a private PostgreSQL cluster: its binaries must be on the machine.
 postgres:
-	@test -x "$(PG_BIN)/initdb" -a -x "$(PG_BIN)/pg_ctl" || { echo "PostgreSQL server binaries (initdb, pg_ctl) not found in $(PG_BIN): install postgresql-15 (apt-get install postgresql-15) or set RECRUIT_ETL_PG_BIN" >&2; exit 1; }
+	@test -x "$(PG_BIN)/initdb" -a -x "$(PG_BIN)/pg_ctl" || { echo "PostgreSQL server binaries (initdb, pg_ctl) not found in $(PG_BIN): install postgresql-15 (apt-get install postgresql-15) or set PG_BIN" >&2; exit 1; }
 
 typecheck: node_modules/.installed
 	npm run --silent typecheck
