@@ -21,7 +21,9 @@ export type FailpointName =
   | 'export.mid-file' // a Parquet file written under its temporary name in the new snapshot folder, not renamed
   | 'export.before-swap' // the new snapshot folder complete (files and manifest), `current` not swapped yet
   | 'run.before-checkpoint' // run recorded as succeeded, before CHECKPOINT
-  | 'publish.mid-copy'; // the read-only copy half written
+  | 'publish.mid-copy' // the read-only copy half written
+  | 'lake.mid-publish' // inside the lake's transaction: the raw delta appended, models and watermark not yet
+  | 'lake.before-commit'; // the lake's transaction complete (raw, models, watermark, views), COMMIT not yet sent
 
 const spec = process.env['RECRUIT_ETL_FAILPOINT'];
 const [armedName, armedCount] = spec ? spec.split(':') : [];

@@ -29,3 +29,8 @@ export const MODELS_DIR: string = join(PACKAGE_ROOT, 'sql', 'models');
 export const MACROS_DIR: string = join(PACKAGE_ROOT, 'sql', 'macros');
 /** Folder of the seed CSV files. */
 export const SEEDS_DIR: string = join(PACKAGE_ROOT, 'sql', 'seeds');
+/**
+ * The project-local DuckDB extension folder that `make extensions` fills from PyPI
+ * (`v<version>/<platform>/<name>.duckdb_extension`; docs/lakehouse.md "Extensions").
+ */
+export const LOCAL_EXTENSION_DIR: string = join(PACKAGE_ROOT, '.duckdb', 'extensions');

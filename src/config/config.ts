@@ -29,23 +29,24 @@ export const DEFAULT_EVENT_TYPES: readonly string[] = [
 ];
 
 /** The commands of the CLI (docs/contracts.md "Commands"). */
-export const COMMAND_NAMES = ['run', 'extract', 'sites', 'transform', 'export', 'status', 'streams', 'mock-api'] as const;
+export const COMMAND_NAMES = ['run', 'extract', 'sites', 'transform', 'export', 'publish', 'status', 'streams', 'mock-api'] as const;
 /** One command of the CLI. */
 export type CommandName = (typeof COMMAND_NAMES)[number];
 
 /** Commands that run pipeline stages and record themselves in `etl.runs`. */
-export const PIPELINE: readonly CommandName[] = ['run', 'extract', 'sites', 'transform', 'export'];
+export const PIPELINE: readonly CommandName[] = ['run', 'extract', 'sites', 'transform', 'export', 'publish'];
 const WAREHOUSE: readonly CommandName[] = [...PIPELINE, 'status', 'streams'];
 const EVENTS: readonly CommandName[] = ['run', 'extract'];
 const UPSTREAM: readonly CommandName[] = ['run', 'extract', 'sites'];
 const SITES: readonly CommandName[] = ['run', 'sites'];
 const EXPORTS: readonly CommandName[] = ['run', 'export'];
 const TRANSFORMS: readonly CommandName[] = ['run', 'transform'];
+const LAKE: readonly CommandName[] = ['run', 'publish'];
 const ALL: readonly CommandName[] = COMMAND_NAMES;
 
 /** Headings of `--help`, in the order shown. */
-export const OPTION_GROUPS = ['Warehouse and logs:', 'Upstream (extract):', 'Site list (sites):', 'Models (transform):', 'Exports:'] as const;
-const [GENERAL, UPSTREAM_GROUP, SITES_GROUP, MODELS_GROUP, EXPORTS_GROUP] = OPTION_GROUPS;
+export const OPTION_GROUPS = ['Warehouse and logs:', 'Upstream (extract):', 'Site list (sites):', 'Models (transform):', 'Exports:', 'Lake (publish):'] as const;
+const [GENERAL, UPSTREAM_GROUP, SITES_GROUP, MODELS_GROUP, EXPORTS_GROUP, LAKE_GROUP] = OPTION_GROUPS;
 
 /** What the schema itself cannot say about an option (registered on its field, see {@link option}). */
 export interface OptionMeta {
@@ -223,6 +224,25 @@ export const ConfigSchema = z.object({
     group: MODELS_GROUP,
   }),
   exportDir: option(z.string().min(1).default('data/exports').describe('Parquet export folder'), { commands: EXPORTS, group: EXPORTS_GROUP }),
+  /**
+   * DuckLake attach string (docs/lakehouse.md): when set, every successful `run` publishes into
+   * the lake. May hold a password: registered as a secret, never logged.
+   */
+  lake: option(
+    z.string().trim().regex(/^ducklake:/, "must be a DuckLake attach string such as 'ducklake:postgres:dbname=lake host=db user=etl'").optional().describe('DuckLake to publish into after every successful run: ducklake:postgres:<libpq connection string>'),
+    { commands: LAKE, group: LAKE_GROUP, defaultHelp: 'none (no publish)' },
+  ),
+  /** The lake's `DATA_PATH`: where its Parquet files go (docs/lakehouse.md "Layout"). */
+  lakeDataPath: option(z.string().min(1).optional().describe("the lake's DATA_PATH: a folder, or an object-store URL (needed when the lake is created)"), {
+    commands: LAKE,
+    group: LAKE_GROUP,
+    defaultHelp: 'the one the lake was created with',
+  }),
+  /** The pipeline's schema in the lake (docs/lakehouse.md "Several pipelines"). */
+  lakeSchema: option(
+    z.string().trim().regex(/^[a-z][a-z0-9_]{0,62}$/, 'must be lower-case letters, digits and _, starting with a letter').refine((v) => v !== 'all_pipelines', 'all_pipelines holds the views across pipelines').optional().describe("this pipeline's schema in the lake; all_pipelines holds views across every pipeline"),
+    { commands: LAKE, group: LAKE_GROUP, defaultHelp: 'the --environment label' },
+  ),
 });
 
 /** The validated configuration. */
@@ -294,11 +314,12 @@ export function optionsFor(command: CommandName): OptionSpec[] {
 }
 
 /** What a command needs beyond the defaults. */
-export type Need = 'events' | 'sites';
+export type Need = 'events' | 'sites' | 'lake';
 
 const REQUIRED: Record<Need, (keyof Config)[]> = {
   events: ['baseUrl', 'authUrl', 'clientId', 'clientSecret', 'audience', 'trialId'],
   sites: ['baseUrl', 'micrositeId', 'origin', 'trialId'],
+  lake: ['lake'],
 };
 
 /** kebab-case flag of a config key, e.g. `baseUrl` → `base-url`. */

@@ -24,6 +24,7 @@ import { readStatus, type StreamStatus, type WarehouseStatus } from '../warehous
 import { StreamStore } from '../warehouse/StreamStore.js';
 import { publishedCopyPath, publishReadOnlyCopy } from '../warehouse/publishCopy.js';
 import { failpoint } from '../failpoints.js';
+import { pipelineSchema, publishToLake, type PublishResult } from '../publish/lake.js';
 import { readerModes } from '../fs/readerFiles.js';
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
@@ -57,7 +58,7 @@ export function heldBatchSettings(memoryLimit: string): Record<string, string> {
 }
 
 /** Stages a job can run, in pipeline order. */
-export type Stage = 'extract' | 'sites' | 'transform' | 'export';
+export type Stage = 'extract' | 'sites' | 'transform' | 'export' | 'publish';
 
 /** Dependencies a job can be given (tests inject them; the CLI builds the defaults). */
 export interface JobContext {
@@ -85,6 +86,8 @@ export interface JobResult {
   sites?: SnapshotSitesResult;
   transform?: TransformResult;
   export?: Manifest;
+  /** What the publish into the lake did (`--lake`; docs/lakehouse.md). */
+  publish?: PublishResult;
   /** The read-only copy published for analysts after a successful run that changed data (not `export` alone). */
   publishedCopy?: string;
   durationMs: number;
@@ -109,6 +112,8 @@ function stageCounts(r: JobResult, stage: Stage): Record<string, number> {
       return r.transform ? { models: r.transform.models.length, seeds: r.transform.seeds.length } : {};
     case 'export':
       return r.export ? { files: r.export.files.length } : {};
+    case 'publish':
+      return r.publish ? { events: r.publish.events, models: r.publish.models.length, snapshot: r.publish.snapshotId } : {};
   }
 }
 
@@ -180,6 +185,7 @@ function summary(r: JobResult): Record<string, unknown> {
     },
     stageMs: r.stageMs,
     export: r.export && { files: r.export.files.map((f) => ({ model: f.model, rows: f.rows })) },
+    publish: r.publish && { schema: r.publish.schema, snapshotId: r.publish.snapshotId, events: r.publish.events, models: r.publish.models, compacted: r.publish.compacted },
   };
 }
 
@@ -296,14 +302,31 @@ export async function runJob(command: string, stages: readonly Stage[], ctx: Job
           wh.interruptible(ctx.signal, () => exportParquet({ wh, exportDir: config.exportDir, runId, logger, progress: p, modes: readerModes(config.fileMode) })),
         );
       }
+      throwIfAborted(ctx.signal);
+      if (stages.includes('publish') && config.lake !== undefined) {
+        const lake = config.lake;
+        result.publish = await stage('publish', (p) =>
+          wh.interruptible(ctx.signal, () =>
+            publishToLake({
+              wh,
+              lake,
+              ...(config.lakeDataPath !== undefined ? { dataPath: config.lakeDataPath } : {}),
+              schema: pipelineSchema(config.lakeSchema, config.environment),
+              runId,
+              logger,
+              progress: p,
+            }),
+          ),
+        );
+      }
       // Recorded as succeeded before the copy, so that the copy says so; when the checkpoint
       // or the copy fails, the catch below records the run as failed after all.
       result.durationMs = Date.now() - started;
       await runLog.finish(runId, 'succeeded', counts(result), summary(result), undefined, stagesWithCounts());
       ctx.onRecorded?.(counts(result));
-      // The copy is refreshed when the warehouse's data changed. `export` alone only reads
+      // The copy is refreshed when the warehouse's data changed. `export` or `publish` alone only reads
       // (its etl.runs row reaches the copy with the next run); a copy costs more than an export.
-      if (wh.path !== ':memory:' && stages.some((s) => s !== 'export')) {
+      if (wh.path !== ':memory:' && stages.some((s) => s !== 'export' && s !== 'publish')) {
         result.publishedCopy = await publishReadOnlyCopy(wh, runId, readerModes(config.fileMode));
       } else if (wh.path !== ':memory:') {
         await wh.checkpoint();

@@ -21,8 +21,8 @@ interface StageCommand {
 const COMMANDS: StageCommand[] = [
   {
     name: 'run',
-    describe: 'the nightly job: extract → sites → transform → export (sites only when --microsite-id is set)',
-    stages: ['extract', 'sites', 'transform', 'export'],
+    describe: 'the nightly job: extract → sites → transform → export → publish (sites only when --microsite-id is set, publish only when --lake is)',
+    stages: ['extract', 'sites', 'transform', 'export', 'publish'],
     needs: ['events'],
   },
   {
@@ -49,6 +49,12 @@ const COMMANDS: StageCommand[] = [
     stages: ['export'],
     needs: [],
   },
+  {
+    name: 'publish',
+    describe: 'publish the raw events added since the last publish and the changed models into the lake (--lake), in one DuckLake transaction',
+    stages: ['publish'],
+    needs: ['lake'],
+  },
 ];
 
 /** yargs modules of the pipeline commands. */
@@ -64,6 +70,7 @@ export function stageCommands(ctx: CliContext): CommandModule[] {
       const { config, logger, secrets } = prepare(ctx, c.name, argv, needs);
       if (c.name === 'run' && config.micrositeId === undefined) stages = stages.filter((s) => s !== 'sites');
       if (c.name === 'run' && !stages.includes('sites')) logger.info({}, 'sites skipped: no --microsite-id configured');
+      if (c.name === 'run' && config.lake === undefined) stages = stages.filter((s) => s !== 'publish');
       // Live progress and the readable summary on stderr when it is a terminal (src/log/progress.ts).
       const terminal = ctx.stderr as Terminal;
       const progress = new Progress({

@@ -1,0 +1,306 @@
+/**
+ * Publish the warehouse into a DuckLake (docs/lakehouse.md): the raw events added since the
+ * last publish and the reader-facing models, in ONE DuckLake transaction, so that readers on
+ * any machine see the previous snapshot or the new one, never half.
+ *
+ * - Raw: `raw.events` rows past the per-stream watermark kept in the lake itself
+ *   (`<schema>.publish_watermarks`), appended; the watermark moves in the same transaction,
+ *   so a publish killed anywhere is redone whole by the next one.
+ * - Models: the exported models (`fct_`, `dim_`, `mart_`, `dq_`: docs/exports.md) replaced
+ *   when the local transform built them again since the last publish.
+ * - One schema per pipeline (`--lake-schema`, default the `--environment` label) and the
+ *   views of `all_pipelines` over every pipeline's tables with a `pipeline` column.
+ * - One publisher per schema: a PostgreSQL advisory lock taken inside the transaction, and
+ *   DuckLake's own conflict check at commit; either refusal is a {@link LockError} (exit 5).
+ *
+ * The extensions are only `LOAD`ed: from the project's `.duckdb/extensions` when `make
+ * extensions` filled it, else from DuckDB's default folder (where `INSTALL` puts them).
+ *
+ * @module
+ */
+import { existsSync } from 'node:fs';
+import { ConfigError, LockError, WarehouseError } from '../errors.js';
+import { EXPORTED_PREFIXES } from '../export/exportParquet.js';
+import { failpoint } from '../failpoints.js';
+import { type Logger, silentLogger } from '../log/logger.js';
+import type { StageProgress } from '../log/progress.js';
+import { LOCAL_EXTENSION_DIR } from '../paths.js';
+import { sqlString, type Warehouse } from '../warehouse/Warehouse.js';
+
+/** The catalog name the lake is attached under in the job's session. */
+export const LAKE_ALIAS = 'recruit_etl_lake';
+/** The schema of the cross-pipeline views (docs/lakehouse.md "Several pipelines"). */
+export const ALL_PIPELINES_SCHEMA = 'all_pipelines';
+/** The lake table of raw events in each pipeline's schema. */
+export const LAKE_RAW_EVENTS = 'raw_events';
+/** The lake table of per-stream watermarks in each pipeline's schema; also marks a schema as a pipeline. */
+export const LAKE_WATERMARKS = 'publish_watermarks';
+/** Files of `raw_events` from which a publish merges adjacent small files (docs/lakehouse.md "Compaction"). */
+export const COMPACT_FILE_COUNT = 16;
+/** A pipeline's schema name: lower-case letters, digits and `_`, starting with a letter. */
+export const LAKE_SCHEMA_RE = /^[a-z][a-z0-9_]{0,62}$/;
+
+/** Options of {@link publishToLake}. */
+export interface PublishOptions {
+  wh: Warehouse;
+  /** DuckLake attach string, e.g. `ducklake:postgres:dbname=lake host=… user=…` (may hold a password: never logged). */
+  lake: string;
+  /** `DATA_PATH` of the lake (a folder, or an object-store URL); needed when the lake is created. */
+  dataPath?: string;
+  /** The pipeline's schema ({@link LAKE_SCHEMA_RE}). */
+  schema: string;
+  runId: string;
+  logger?: Logger;
+  progress?: StageProgress;
+}
+
+/** What a publish did. */
+export interface PublishResult {
+  schema: string;
+  /** The lake snapshot this publish committed. */
+  snapshotId: number;
+  /** Raw events appended. */
+  events: number;
+  /** Models replaced (empty when the local models did not change since the last publish). */
+  models: string[];
+  /** Streams whose watermark moved. */
+  streams: number;
+  /** True when the publish merged small Parquet files of `raw_events` afterwards. */
+  compacted: boolean;
+  durationMs: number;
+}
+
+/** `password=…` of a libpq keyword/value string (or a URI's user info) replaced, for logs and errors. */
+export function redactLake(text: string): string {
+  return text
+    .replace(/(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)/gi, '$1***')
+    .replace(/(postgres(?:ql)?:\/\/[^:/@\s]+:)[^@\s]+@/gi, '$1***@');
+}
+
+/** The passwords a lake attach string holds (libpq `password=…`, a URI's user info), to register as secrets. */
+export function lakePasswords(lake: string): string[] {
+  const out: string[] = [];
+  for (const m of lake.matchAll(/password\s*=\s*('(?:[^'\\]|\\.)*'|\S+)/gi)) out.push(m[1]!.replace(/^'|'$/g, ''));
+  for (const m of lake.matchAll(/postgres(?:ql)?:\/\/[^:/@\s]+:([^@\s]+)@/gi)) out.push(m[1]!);
+  return out.filter((p) => p.length > 0);
+}
+
+/** The libpq connection string of a `ducklake:postgres:…` attach string, else undefined (another catalog). */
+export function postgresConninfo(lake: string): string | undefined {
+  const m = /^ducklake:postgres:(.*)$/s.exec(lake.trim());
+  return m ? m[1] : undefined;
+}
+
+const ident = (name: string): string => `"${name.replaceAll('"', '""')}"`;
+
+/**
+ * LOAD the ducklake and postgres extensions (docs/lakehouse.md "Extensions").
+ * @throws {ConfigError} an extension cannot be loaded (exit 2): `make extensions`, or `INSTALL` with internet access
+ */
+export async function loadLakeExtensions(wh: Warehouse, needPostgres: boolean): Promise<void> {
+  if (existsSync(LOCAL_EXTENSION_DIR)) await wh.run(`set extension_directory = ${sqlString(LOCAL_EXTENSION_DIR)}`);
+  for (const ext of needPostgres ? ['ducklake', 'postgres'] : ['ducklake']) {
+    try {
+      await wh.run(`load ${ext}`);
+    } catch (err) {
+      throw new ConfigError(`cannot load the DuckDB extension ${ext} for --lake (RECRUIT_ETL_LAKE): ${(err as Error).message}`, {
+        cause: err,
+        hint: 'run `make extensions` (fills .duckdb/extensions from PyPI), or with internet access run INSTALL ducklake; INSTALL postgres once in DuckDB',
+      });
+    }
+  }
+}
+
+/**
+ * Attach the lake as {@link LAKE_ALIAS} (data files as Parquet, never inlined in the catalog).
+ * @throws {WarehouseError} the catalog cannot be reached or opened (exit 7)
+ */
+export async function attachLake(wh: Warehouse, lake: string, dataPath: string | undefined): Promise<void> {
+  const conninfo = postgresConninfo(lake);
+  await loadLakeExtensions(wh, conninfo !== undefined);
+  const opts = [`data_inlining_row_limit 0`, ...(dataPath !== undefined ? [`data_path ${sqlString(dataPath)}`] : [])];
+  try {
+    await wh.run(`attach if not exists ${sqlString(lake)} as ${LAKE_ALIAS} (${opts.join(', ')})`);
+    if (conninfo !== undefined) await wh.run(`attach if not exists ${sqlString(conninfo)} as ${LAKE_ALIAS}_pg (type postgres)`);
+  } catch (err) {
+    throw new WarehouseError(`cannot attach the lake ${redactLake(lake)}: ${redactLake(firstLine(err))}`, {
+      cause: err,
+      hint: 'check --lake (RECRUIT_ETL_LAKE) and that its PostgreSQL catalog is reachable; give --lake-data-path (RECRUIT_ETL_LAKE_DATA_PATH) when the lake is new',
+    });
+  }
+}
+
+/** Detach the lake (and its lock connection); quiet, for `finally`. */
+export async function detachLake(wh: Warehouse): Promise<void> {
+  for (const alias of [`${LAKE_ALIAS}_pg`, LAKE_ALIAS]) {
+    try {
+      await wh.run(`detach database if exists ${alias}`);
+    } catch {
+      // Already gone with the instance.
+    }
+  }
+}
+
+function firstLine(err: unknown): string {
+  const cause = (err as { cause?: unknown })?.cause;
+  const msg = cause instanceof Error ? cause.message : err instanceof Error ? err.message : String(err);
+  return msg.split('\n').find((l) => l.trim() !== '') ?? msg;
+}
+
+/** The whole message of an error and its causes (DuckLake's conflict reason is on the second line). */
+function fullMessage(err: unknown): string {
+  const parts: string[] = [];
+  for (let e: unknown = err; e instanceof Error && parts.length < 5; e = (e as { cause?: unknown }).cause) parts.push(e.message);
+  return parts.join('\n');
+}
+
+const CONFLICT_RE = /Transaction conflict|Failed to commit DuckLake transaction|could not serialize|deadlock detected/i;
+
+/**
+ * Publish into the lake (docs/lakehouse.md "Publishing"). The lake is attached for the call
+ * and detached after it.
+ *
+ * @throws {LockError} another publisher holds this pipeline's schema, or committed to it meanwhile (exit 5): nothing is lost, the next publish sends the same delta
+ * @throws {ConfigError} an extension cannot be loaded, or the schema name is not valid (exit 2)
+ * @throws {WarehouseError} the lake cannot be reached or written (exit 7)
+ */
+export async function publishToLake(opts: PublishOptions): Promise<PublishResult> {
+  const { wh, schema, runId } = opts;
+  const logger = (opts.logger ?? silentLogger()).child({ stage: 'publish' });
+  const started = Date.now();
+  if (!LAKE_SCHEMA_RE.test(schema) || schema === ALL_PIPELINES_SCHEMA) {
+    throw new ConfigError(`--lake-schema (RECRUIT_ETL_LAKE_SCHEMA): ${JSON.stringify(schema.slice(0, 80))} must be lower-case letters, digits and _ (starting with a letter), not ${ALL_PIPELINES_SCHEMA}`);
+  }
+  const L = LAKE_ALIAS;
+  const S = `${L}.${ident(schema)}`;
+  const pg = postgresConninfo(opts.lake) !== undefined;
+  await attachLake(wh, opts.lake, opts.dataPath);
+  try {
+    // Schemas first, each its own small commit (idempotent; creating them inside the publish
+    // would make two first publishes of different pipelines conflict on the catalog).
+    await wh.run(`create schema if not exists ${S}; create schema if not exists ${L}.${ALL_PIPELINES_SCHEMA}`);
+    const models = (
+      await wh.all<{ name: string }>(
+        `select table_name as name from information_schema.tables where table_catalog = current_database() and table_schema = 'main' and (${EXPORTED_PREFIXES.map((p) => `starts_with(table_name, '${p}')`).join(' or ')}) order by 1`,
+      )
+    ).map((r) => r.name);
+    const builtAt = (await wh.one<{ b: string | null }>(`select max(built_at)::varchar as b from etl.transform_state`))?.b ?? null;
+
+    let result: Omit<PublishResult, 'compacted' | 'durationMs'>;
+    try {
+      result = await wh.transaction(async () => {
+        if (pg) {
+          const got = await wh.one<{ got: boolean }>(
+            `select got from postgres_query('${L}_pg', ${sqlString(`select pg_try_advisory_xact_lock(hashtext('recruit-etl publish ${schema}')) as got`)})`,
+          );
+          if (got?.got !== true) throw lockError(schema, 'another publisher holds it now');
+        }
+        await wh.run(`call ${L}.set_commit_message('recruit-etl', ${sqlString(`publish ${schema} run ${runId}`)}, extra_info => ${sqlString(JSON.stringify({ pipeline: schema, runId }))})`);
+        await wh.run(`create table if not exists ${S}.${LAKE_RAW_EVENTS} as select * from raw.events limit 0`);
+        await wh.run(
+          `create table if not exists ${S}.${LAKE_WATERMARKS} (stream_id varchar, stream_position bigint, models_built_at varchar, run_id varchar, published_at timestamptz)`,
+        );
+        const before = await wh.all<{ stream_id: string; stream_position: bigint; models_built_at: string | null }>(`select stream_id, stream_position, models_built_at from ${S}.${LAKE_WATERMARKS}`);
+        // Append the delta of every stream past its watermark (docs/lakehouse.md "Publishing").
+        const appended = await wh.one<{ n: bigint }>(`select count(*) as n from raw.events e left join ${S}.${LAKE_WATERMARKS} w using (stream_id) where e.stream_position > coalesce(w.stream_position, 0)`);
+        await wh.run(
+          `insert into ${S}.${LAKE_RAW_EVENTS} by name select e.* from raw.events e left join ${S}.${LAKE_WATERMARKS} w using (stream_id) where e.stream_position > coalesce(w.stream_position, 0) order by e.stream_id, e.stream_position`,
+        );
+        opts.progress?.update({ done: Number(appended?.n ?? 0) });
+        failpoint('lake.mid-publish');
+        const lastBuilt = before[0]?.models_built_at ?? null;
+        const replace = builtAt !== null && (lastBuilt !== builtAt || before.length === 0) ? models : [];
+        for (const m of replace) await wh.run(`create or replace table ${S}.${ident(m)} as select * from main.${ident(m)}`);
+        const marks = await wh.all<{ stream_id: string; p: bigint }>('select stream_id, max(stream_position) as p from raw.events group by stream_id');
+        const moved = marks.filter((m) => before.find((b) => b.stream_id === m.stream_id)?.stream_position !== m.p).length;
+        await wh.run(`delete from ${S}.${LAKE_WATERMARKS}`);
+        await wh.run(
+          `insert into ${S}.${LAKE_WATERMARKS} select stream_id, max(stream_position), ?, ?, now() from raw.events group by stream_id`,
+          [builtAt ?? lastBuilt, runId],
+        );
+        await refreshAllPipelinesViews(wh);
+        failpoint('lake.before-commit');
+        const snap = await wh.one<{ id: bigint }>(`select id from ${L}.current_snapshot()`);
+        return { schema, snapshotId: Number(snap?.id ?? -1), events: Number(appended?.n ?? 0), models: replace, streams: moved };
+      });
+    } catch (err) {
+      if (err instanceof LockError) throw err;
+      if (CONFLICT_RE.test(fullMessage(err))) throw lockError(schema, 'another publisher committed to it while this one ran', err);
+      if (err instanceof ConfigError) throw err;
+      throw new WarehouseError(`publishing to the lake failed: ${redactLake(firstLine(err))}`, {
+        cause: err,
+        hint: 'nothing of this publish is in the lake; the next run publishes the same delta again',
+      });
+    }
+    // The committed snapshot: current_snapshot() inside the transaction is the one before it.
+    const snap = await wh.one<{ id: bigint }>(`select max(snapshot_id) as id from ${L}.snapshots() where commit_message = ?`, [`publish ${schema} run ${runId}`]);
+    const compacted = await compactRawEvents(wh, schema, logger);
+    const out: PublishResult = { ...result, snapshotId: Number(snap?.id ?? result.snapshotId), compacted, durationMs: Date.now() - started };
+    logger.info({ schema, snapshotId: out.snapshotId, events: out.events, models: out.models.length, streams: out.streams, compacted, durationMs: out.durationMs }, 'published to the lake');
+    return out;
+  } finally {
+    await detachLake(wh);
+  }
+}
+
+function lockError(schema: string, why: string, cause?: unknown): LockError {
+  return new LockError(`the lake schema ${schema} is being published by another process: ${why}`, {
+    ...(cause !== undefined ? { cause } : {}),
+    hint: 'nothing is lost: this publish left the lake as it was and the next run publishes the same delta; wait for the other publisher (same --lake-schema) to finish',
+  });
+}
+
+/**
+ * (Re)create the views of {@link ALL_PIPELINES_SCHEMA}: for each table name of any pipeline
+ * schema, `UNION ALL BY NAME` over the pipelines that have it, with a `pipeline` column. A
+ * view is written only when a pipeline is missing from it, so that publishes of established
+ * pipelines never touch the shared schema (and never conflict there).
+ */
+async function refreshAllPipelinesViews(wh: Warehouse): Promise<void> {
+  const L = LAKE_ALIAS;
+  const tables = await wh.all<{ schema_name: string; table_name: string }>(
+    `select t.schema_name, t.table_name from duckdb_tables() t
+      where t.database_name = '${L}' and t.schema_name <> '${ALL_PIPELINES_SCHEMA}'
+        and t.schema_name in (select schema_name from duckdb_tables() where database_name = '${L}' and table_name = '${LAKE_WATERMARKS}')
+        and t.table_name <> '${LAKE_WATERMARKS}'
+      order by 2, 1`,
+  );
+  const views = new Map((await wh.all<{ view_name: string; sql: string }>(`select view_name, sql from duckdb_views() where database_name = '${L}' and schema_name = '${ALL_PIPELINES_SCHEMA}'`)).map((v) => [v.view_name, v.sql]));
+  const byTable = new Map<string, string[]>();
+  for (const t of tables) byTable.set(t.table_name, [...(byTable.get(t.table_name) ?? []), t.schema_name]);
+  for (const [table, schemas] of byTable) {
+    const existing = views.get(table);
+    const marker = (s: string): string => `'${s}' AS pipeline`;
+    if (existing !== undefined && schemas.every((s) => existing.includes(marker(s)))) continue;
+    const body = schemas.map((s) => `SELECT ${marker(s)}, * FROM ${ident(s)}.${ident(table)}`).join(' UNION ALL BY NAME ');
+    await wh.run(`create or replace view ${L}.${ALL_PIPELINES_SCHEMA}.${ident(table)} as ${body}`);
+  }
+}
+
+/**
+ * Merge adjacent small Parquet files of the pipeline's `raw_events` once it has
+ * {@link COMPACT_FILE_COUNT} files or more (`ducklake_merge_adjacent_files`, its own snapshot;
+ * the old files stay for time travel until snapshots are expired: docs/lakehouse.md
+ * "Compaction"). Best effort: a failure is logged, the publish stands.
+ */
+async function compactRawEvents(wh: Warehouse, schema: string, logger: Logger): Promise<boolean> {
+  try {
+    const files = await wh.one<{ n: bigint }>(`select count(*) as n from ducklake_list_files('${LAKE_ALIAS}', '${LAKE_RAW_EVENTS}', schema => '${schema}')`);
+    if (Number(files?.n ?? 0) < COMPACT_FILE_COUNT) return false;
+    await wh.run(`call ducklake_merge_adjacent_files('${LAKE_ALIAS}', '${LAKE_RAW_EVENTS}', schema => '${schema}')`);
+    return true;
+  } catch (err) {
+    logger.warn({ err: { message: redactLake(firstLine(err)) } }, 'merging small files of the lake failed; the next publish tries again');
+    return false;
+  }
+}
+
+/**
+ * The pipeline's schema: `--lake-schema`, else the `--environment` label in lower case with
+ * every other character than a letter, digit or `_` made `_` (`production` → `production`).
+ */
+export function pipelineSchema(lakeSchema: string | undefined, environment: string): string {
+  if (lakeSchema !== undefined) return lakeSchema;
+  const s = environment.toLowerCase().replace(/[^a-z0-9_]/g, '_');
+  return /^[a-z]/.test(s) ? s.slice(0, 63) : `p_${s}`.slice(0, 63);
+}
