@@ -34,7 +34,7 @@ export const EXIT_CODE_HELP: readonly (readonly [code: string, meaning: string])
   ['2', 'bad usage or configuration: fix the option or variable named'],
   ['3', 'authentication refused: check the credentials, origin or microsite id'],
   ['4', 'upstream unavailable: run again later, it resumes from the cursor'],
-  ['5', 'another process holds the database'],
+  ['5', 'another process holds the database, or publishes this lake schema'],
   ['6', 'the upstream broke the contract: a person must look'],
   ['7', 'warehouse failure: disk full or an unwritable file'],
   ['130/143', 'interrupted by SIGINT/SIGTERM: run again, it resumes'],
