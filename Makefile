@@ -7,7 +7,7 @@ SHELL := /bin/bash
 DEMO_PORT ?= 8787
 SOURCES := $(shell find src -name '*.ts' 2>/dev/null) tsconfig.json tsconfig.build.json
 
-.PHONY: help install build typecheck test demo run status dbt bench clean extensions postgres demo-lake
+.PHONY: help install build typecheck test demo run status dbt bench clean extensions postgres demo-lake bench-lake
 
 # PostgreSQL server binaries for the lake's integration tests and make demo-lake (initdb, pg_ctl).
 PG_BIN ?= $(or $(shell pg_config --bindir 2>/dev/null | grep -v '^$$' || true),/usr/lib/postgresql/15/bin)
@@ -21,6 +21,7 @@ help:
 	@echo "make dbt       build the same models with dbt-duckdb (after make demo)"
 	@echo "make bench     ingest benchmark (BENCH_EVENTS=1000000)"
 	@echo "make demo-lake the demo, then a publish into a DuckLake on a private PostgreSQL (docs/lakehouse.md)"
+	@echo "make bench-lake publish times into a DuckLake (BENCH_EVENTS=200000)"
 	@echo "make extensions DuckDB extensions of the lake from PyPI into .duckdb/extensions"
 
 node_modules/.installed: package.json package-lock.json
@@ -68,6 +69,9 @@ status: build
 dbt: build
 	@test -f $${RECRUIT_ETL_DB:-data/warehouse.duckdb} || DEMO_PORT=$(DEMO_PORT) bash scripts/demo.sh
 	bash dbt/dbt.sh build
+
+bench-lake: build extensions postgres
+	npm run --silent bench:lake
 
 demo-lake: build extensions postgres
 	DEMO_PORT=$(DEMO_PORT) bash scripts/demo-lake.sh
