@@ -186,7 +186,7 @@ export async function publishToLake(opts: PublishOptions): Promise<PublishResult
     ).map((r) => r.name);
     const builtAt = (await wh.one<{ b: string | null }>(`select max(built_at)::varchar as b from etl.transform_state`))?.b ?? null;
 
-    let result: Omit<PublishResult, 'compacted' | 'durationMs'>;
+    let result: Omit<PublishResult, 'compacted' | 'durationMs'> & { unchanged: boolean };
     try {
       result = await wh.transaction(async () => {
         if (pg) {
@@ -195,21 +195,27 @@ export async function publishToLake(opts: PublishOptions): Promise<PublishResult
           );
           if (got?.got !== true) throw lockError(schema, 'another publisher holds it now');
         }
-        await wh.run(`call ${L}.set_commit_message('recruit-etl', ${sqlString(`publish ${schema} run ${runId}`)}, extra_info => ${sqlString(JSON.stringify({ pipeline: schema, runId }))})`);
-        await wh.run(`create table if not exists ${S}.${LAKE_RAW_EVENTS} as select * from raw.events limit 0`);
-        await wh.run(
-          `create table if not exists ${S}.${LAKE_WATERMARKS} (stream_id varchar, stream_position bigint, models_built_at varchar, run_id varchar, published_at timestamptz)`,
-        );
+        const exists = await wh.one<{ n: bigint }>(`select count(*) as n from duckdb_tables() where database_name = '${L}' and schema_name = ? and table_name = '${LAKE_WATERMARKS}'`, [schema]);
+        if (Number(exists?.n ?? 0) === 0) {
+          await wh.run(`create table ${S}.${LAKE_RAW_EVENTS} as select * from raw.events limit 0`);
+          await wh.run(`create table ${S}.${LAKE_WATERMARKS} (stream_id varchar, stream_position bigint, models_built_at varchar, run_id varchar, published_at timestamptz)`);
+        }
         const before = await wh.all<{ stream_id: string; stream_position: bigint; models_built_at: string | null }>(`select stream_id, stream_position, models_built_at from ${S}.${LAKE_WATERMARKS}`);
         // Append the delta of every stream past its watermark (docs/lakehouse.md "Publishing").
         const appended = await wh.one<{ n: bigint }>(`select count(*) as n from raw.events e left join ${S}.${LAKE_WATERMARKS} w using (stream_id) where e.stream_position > coalesce(w.stream_position, 0)`);
+        const lastBuilt = before[0]?.models_built_at ?? null;
+        const replace = builtAt !== null && (lastBuilt !== builtAt || before.length === 0) ? models : [];
+        if (Number(appended?.n ?? 0) === 0 && replace.length === 0 && before.length > 0) {
+          // Nothing new: no snapshot at all (the transaction wrote nothing).
+          const snap = await wh.one<{ id: bigint }>(`select id from ${L}.current_snapshot()`);
+          return { schema, snapshotId: Number(snap?.id ?? -1), events: 0, models: [], streams: 0, unchanged: true };
+        }
+        await wh.run(`call ${L}.set_commit_message('recruit-etl', ${sqlString(`publish ${schema} run ${runId}`)}, extra_info => ${sqlString(JSON.stringify({ pipeline: schema, runId }))})`);
         await wh.run(
           `insert into ${S}.${LAKE_RAW_EVENTS} by name select e.* from raw.events e left join ${S}.${LAKE_WATERMARKS} w using (stream_id) where e.stream_position > coalesce(w.stream_position, 0) order by e.stream_id, e.stream_position`,
         );
         opts.progress?.update({ done: Number(appended?.n ?? 0) });
         failpoint('lake.mid-publish');
-        const lastBuilt = before[0]?.models_built_at ?? null;
-        const replace = builtAt !== null && (lastBuilt !== builtAt || before.length === 0) ? models : [];
         for (const m of replace) await wh.run(`create or replace table ${S}.${ident(m)} as select * from main.${ident(m)}`);
         const marks = await wh.all<{ stream_id: string; p: bigint }>('select stream_id, max(stream_position) as p from raw.events group by stream_id');
         const moved = marks.filter((m) => before.find((b) => b.stream_id === m.stream_id)?.stream_position !== m.p).length;
@@ -221,7 +227,7 @@ export async function publishToLake(opts: PublishOptions): Promise<PublishResult
         await refreshAllPipelinesViews(wh);
         failpoint('lake.before-commit');
         const snap = await wh.one<{ id: bigint }>(`select id from ${L}.current_snapshot()`);
-        return { schema, snapshotId: Number(snap?.id ?? -1), events: Number(appended?.n ?? 0), models: replace, streams: moved };
+        return { schema, snapshotId: Number(snap?.id ?? -1), events: Number(appended?.n ?? 0), models: replace, streams: moved, unchanged: false };
       });
     } catch (err) {
       if (err instanceof LockError) throw err;
@@ -233,9 +239,10 @@ export async function publishToLake(opts: PublishOptions): Promise<PublishResult
       });
     }
     // The committed snapshot: current_snapshot() inside the transaction is the one before it.
-    const snap = await wh.one<{ id: bigint }>(`select max(snapshot_id) as id from ${L}.snapshots() where commit_message = ?`, [`publish ${schema} run ${runId}`]);
-    const compacted = await compactRawEvents(wh, schema, logger);
-    const out: PublishResult = { ...result, snapshotId: Number(snap?.id ?? result.snapshotId), compacted, durationMs: Date.now() - started };
+    const { unchanged, ...done } = result;
+    const snap = unchanged ? undefined : await wh.one<{ id: bigint }>(`select max(snapshot_id) as id from ${L}.snapshots() where commit_message = ?`, [`publish ${schema} run ${runId}`]);
+    const compacted = unchanged ? false : await compactRawEvents(wh, schema, logger);
+    const out: PublishResult = { ...done, snapshotId: Number(snap?.id ?? done.snapshotId), compacted, durationMs: Date.now() - started };
     logger.info({ schema, snapshotId: out.snapshotId, events: out.events, models: out.models.length, streams: out.streams, compacted, durationMs: out.durationMs }, 'published to the lake');
     return out;
   } finally {

@@ -15,7 +15,7 @@ import { tempDir } from '../../helpers/tmp.js';
 
 const RUN_TIMEOUT_MS = 120_000;
 
-describe('publish into a DuckLake on a private PostgreSQL (docs/lakehouse.md)', () => {
+describe('publish into a DuckLake on a private PostgreSQL (docs/lakehouse.md)', { timeout: 300_000 }, () => {
   let pg: PgCluster;
   let api: MockApi;
   let tmp: ReturnType<typeof tempDir>;
@@ -151,6 +151,16 @@ describe('publish into a DuckLake on a private PostgreSQL (docs/lakehouse.md)', 
     const mine = await local('alpha');
     expect(await n('select count(*) as n from rl.alpha.raw_events')).toBe(mine.events);
     expect(await n('select count(distinct (stream_id, stream_position)) as n from rl.alpha.raw_events')).toBe(mine.events);
+  });
+
+  it('publish without --lake is exit 2 naming the option; an unreachable catalog is exit 7 without its password', async () => {
+    const missing = await run('alpha', { RECRUIT_ETL_LAKE: '' }, 'publish');
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toContain('--lake (RECRUIT_ETL_LAKE)');
+    const down = await run('alpha', { RECRUIT_ETL_LAKE: `ducklake:postgres:dbname=lake host=127.0.0.1 port=1 user=recruit password=Sesame-42 connect_timeout=2` }, 'publish');
+    expect(down.code, down.stderr).toBe(7);
+    expect(down.stderr).toMatch(/cannot attach the lake/);
+    expect(down.stderr + down.stdout).not.toContain('Sesame-42');
   });
 
   for (const point of ['lake.mid-publish', 'lake.before-commit']) {
