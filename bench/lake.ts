@@ -101,7 +101,7 @@ async function main(): Promise<void> {
       const st = await lastStages(db);
       const files = { all: parquet(data), rawEvents: parquet(join(data, 'bench', 'raw_events')) };
       nights.push({ night: i, runMs: ms, stages: st, files });
-      console.log(`  night ${i}: run ${(ms / 1000).toFixed(1)} s, publish stage ${((st['publish']?.durationMs ?? 0) / 1000).toFixed(2)} s (${st['publish']?.['events']} events, ${st['publish']?.['models']} models); ${files.all.files} files, raw_events ${files.rawEvents.files}`);
+      console.log(`  night ${i}: run ${(ms / 1000).toFixed(1)} s, publish stage ${((st['publish']?.durationMs ?? 0) / 1000).toFixed(2)} s (${st['publish']?.['events']} events, ${st['publish']?.['models']} models, ${st['publish']?.['merged']} merged by key); ${files.all.files} files, raw_events ${files.rawEvents.files}`);
     }
     const out = { date: new Date().toISOString(), node: process.version, historyEvents: N, nightEvents: night, historyRunMs: historyMs, firstPublish: { ms: firstMs, stage: first, files: afterFirst }, nights };
     const dir = join(PACKAGE_ROOT, 'bench', 'results');

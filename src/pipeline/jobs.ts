@@ -113,7 +113,7 @@ function stageCounts(r: JobResult, stage: Stage): Record<string, number> {
     case 'export':
       return r.export ? { files: r.export.files.length } : {};
     case 'publish':
-      return r.publish ? { events: r.publish.events, models: r.publish.models.length, snapshot: r.publish.snapshotId } : {};
+      return r.publish ? { events: r.publish.events, models: r.publish.models.length, merged: r.publish.merged.length, snapshot: r.publish.snapshotId } : {};
   }
 }
 
@@ -185,7 +185,7 @@ function summary(r: JobResult): Record<string, unknown> {
     },
     stageMs: r.stageMs,
     export: r.export && { files: r.export.files.map((f) => ({ model: f.model, rows: f.rows })) },
-    publish: r.publish && { schema: r.publish.schema, snapshotId: r.publish.snapshotId, events: r.publish.events, models: r.publish.models, compacted: r.publish.compacted },
+    publish: r.publish && { schema: r.publish.schema, snapshotId: r.publish.snapshotId, events: r.publish.events, models: r.publish.models, merged: r.publish.merged, compacted: r.publish.compacted },
   };
 }
 

@@ -24,7 +24,8 @@ import { EXPORTED_PREFIXES } from '../export/exportParquet.js';
 import { failpoint } from '../failpoints.js';
 import { type Logger, silentLogger } from '../log/logger.js';
 import type { StageProgress } from '../log/progress.js';
-import { LOCAL_EXTENSION_DIR } from '../paths.js';
+import { LOCAL_EXTENSION_DIR, MODELS_DIR } from '../paths.js';
+import { compileModels } from '../transform/runTransform.js';
 import { sqlString, type Warehouse } from '../warehouse/Warehouse.js';
 
 /** The catalog name the lake is attached under in the job's session. */
@@ -61,8 +62,10 @@ export interface PublishResult {
   snapshotId: number;
   /** Raw events appended. */
   events: number;
-  /** Models replaced (empty when the local models did not change since the last publish). */
+  /** Models written (empty when the local models did not change since the last publish). */
   models: string[];
+  /** Of {@link models}, those merged by their `unique_key` (only the changed rows written); the others were replaced whole. */
+  merged: string[];
   /** Streams whose watermark moved. */
   streams: number;
   /** True when the publish merged small Parquet files of `raw_events` afterwards. */
@@ -184,6 +187,8 @@ export async function publishToLake(opts: PublishOptions): Promise<PublishResult
         `select table_name as name from information_schema.tables where table_catalog = current_database() and table_schema = 'main' and (${EXPORTED_PREFIXES.map((p) => `starts_with(table_name, '${p}')`).join(' or ')}) order by 1`,
       )
     ).map((r) => r.name);
+    // The incremental models' unique keys (sql/models config): those are merged by key.
+    const keys = new Map(compileModels(MODELS_DIR).flatMap((m) => (m.uniqueKey !== undefined && m.uniqueKey.length > 0 ? [[m.name, m.uniqueKey] as const] : [])));
     const builtAt = (await wh.one<{ b: string | null }>(`select max(built_at)::varchar as b from etl.transform_state`))?.b ?? null;
 
     let result: Omit<PublishResult, 'compacted' | 'durationMs'> & { unchanged: boolean };
@@ -208,7 +213,7 @@ export async function publishToLake(opts: PublishOptions): Promise<PublishResult
         if (Number(appended?.n ?? 0) === 0 && replace.length === 0 && before.length > 0) {
           // Nothing new: no snapshot at all (the transaction wrote nothing).
           const snap = await wh.one<{ id: bigint }>(`select id from ${L}.current_snapshot()`);
-          return { schema, snapshotId: Number(snap?.id ?? -1), events: 0, models: [], streams: 0, unchanged: true };
+          return { schema, snapshotId: Number(snap?.id ?? -1), events: 0, models: [], merged: [], streams: 0, unchanged: true };
         }
         await wh.run(`call ${L}.set_commit_message('recruit-etl', ${sqlString(`publish ${schema} run ${runId}`)}, extra_info => ${sqlString(JSON.stringify({ pipeline: schema, runId }))})`);
         await wh.run(
@@ -216,7 +221,8 @@ export async function publishToLake(opts: PublishOptions): Promise<PublishResult
         );
         opts.progress?.update({ done: Number(appended?.n ?? 0) });
         failpoint('lake.mid-publish');
-        for (const m of replace) await wh.run(`create or replace table ${S}.${ident(m)} as select * from main.${ident(m)}`);
+        const merged: string[] = [];
+        for (const m of replace) if (await writeModel(wh, schema, m, keys.get(m))) merged.push(m);
         const marks = await wh.all<{ stream_id: string; p: bigint }>('select stream_id, max(stream_position) as p from raw.events group by stream_id');
         const moved = marks.filter((m) => before.find((b) => b.stream_id === m.stream_id)?.stream_position !== m.p).length;
         await wh.run(`delete from ${S}.${LAKE_WATERMARKS}`);
@@ -227,7 +233,7 @@ export async function publishToLake(opts: PublishOptions): Promise<PublishResult
         await refreshAllPipelinesViews(wh);
         failpoint('lake.before-commit');
         const snap = await wh.one<{ id: bigint }>(`select id from ${L}.current_snapshot()`);
-        return { schema, snapshotId: Number(snap?.id ?? -1), events: Number(appended?.n ?? 0), models: replace, streams: moved, unchanged: false };
+        return { schema, snapshotId: Number(snap?.id ?? -1), events: Number(appended?.n ?? 0), models: replace, merged, streams: moved, unchanged: false };
       });
     } catch (err) {
       if (err instanceof LockError) throw err;
@@ -255,6 +261,46 @@ function lockError(schema: string, why: string, cause?: unknown): LockError {
     ...(cause !== undefined ? { cause } : {}),
     hint: 'nothing is lost: this publish left the lake as it was and the next run publishes the same delta; wait for the other publisher (same --lake-schema) to finish',
   });
+}
+
+/**
+ * Write model `m` into the pipeline's schema. A model with a `unique_key` whose lake table has
+ * the same columns is **merged by key**: the keys of rows that differ on either side (changed,
+ * new or gone) are deleted from the lake table and the local rows of those keys inserted, so
+ * a night writes only what it changed (docs/lakehouse.md "Publishing"). Any other model, or a
+ * changed shape, is replaced whole.
+ *
+ * @returns true when merged, false when replaced
+ */
+async function writeModel(wh: Warehouse, schema: string, m: string, key: readonly string[] | undefined): Promise<boolean> {
+  const lakeTable = `${LAKE_ALIAS}.${ident(schema)}.${ident(m)}`;
+  const local = `main.${ident(m)}`;
+  const shape = async (catalog: string | null, sch: string): Promise<string> =>
+    (
+      await wh.all<{ c: string }>(
+        `select column_name || ' ' || data_type as c from information_schema.columns where table_catalog = coalesce(?, current_database()) and table_schema = ? and table_name = ? order by ordinal_position`,
+        [catalog, sch, m],
+      )
+    )
+      .map((r) => r.c)
+      .join(', ');
+  if (key === undefined || key.length === 0) {
+    await wh.run(`create or replace table ${lakeTable} as select * from ${local}`);
+    return false;
+  }
+  const theirs = await shape(LAKE_ALIAS, schema);
+  if (theirs === '' || theirs !== (await shape(null, 'main'))) {
+    await wh.run(`create or replace table ${lakeTable} as select * from ${local}`);
+    return false;
+  }
+  const k = key.map(ident).join(', ');
+  const changed = `(select ${k} from (select * from ${local} except select * from ${lakeTable}) union select ${k} from (select * from ${lakeTable} except select * from ${local}))`;
+  const match = (alias: string): string => key.map((c) => `c.${ident(c)} is not distinct from ${alias}.${ident(c)}`).join(' and ');
+  // Delete every key whose rows differ; then every local key missing from the lake table is
+  // one to insert (changed or new), and every key left is equal on both sides.
+  await wh.run(`delete from ${lakeTable} t where exists (select 1 from ${changed} c where ${match('t')})`);
+  await wh.run(`insert into ${lakeTable} select l.* from ${local} l where not exists (select 1 from ${lakeTable} c where ${match('l')})`);
+  return true;
 }
 
 /**

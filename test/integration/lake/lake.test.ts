@@ -51,6 +51,32 @@ describe('publish into a DuckLake on a private PostgreSQL (docs/lakehouse.md)', 
       await wh.close();
     }
   };
+  /** Rows that differ, either way, between each exported model of `pipeline`'s warehouse and its lake table (0: the same). */
+  const differences = async (pipeline: string): Promise<Record<string, number>> => {
+    const { models } = await local(pipeline);
+    await reader.run(`attach ${sqlString(join(tmp.dir, pipeline, 'warehouse.duckdb'))} as loc (read_only)`);
+    try {
+      const out: Record<string, number> = {};
+      for (const m of Object.keys(models)) {
+        const a = `rl.${pipeline}."${m}"`;
+        const b = `loc.main."${m}"`;
+        out[m] = await n(`select (select count(*) from (select * from ${a} except all select * from ${b})) + (select count(*) from (select * from ${b} except all select * from ${a})) as n`);
+      }
+      return out;
+    } finally {
+      await reader.run('detach loc');
+    }
+  };
+  /** What the last run of `pipeline` recorded of its publish. */
+  const lastPublish = async (pipeline: string): Promise<{ models: string[]; merged: string[] }> => {
+    const wh = await Warehouse.open(join(tmp.dir, pipeline, 'warehouse.duckdb'), { readOnly: true });
+    try {
+      const row = await wh.one<{ s: string }>('select summary::varchar as s from etl.runs order by started_at desc limit 1');
+      return (JSON.parse(row?.s ?? '{}') as { publish: { models: string[]; merged: string[] } }).publish;
+    } finally {
+      await wh.close();
+    }
+  };
   const snapshots = async (): Promise<number> => n('select max(snapshot_id) as n from rl.snapshots()');
 
   beforeAll(async () => {
@@ -103,6 +129,11 @@ describe('publish into a DuckLake on a private PostgreSQL (docs/lakehouse.md)', 
     expect(after).toBe((await local('alpha')).events);
     expect(after).toBeGreaterThan(before);
     expect(await n(`select count(*) as n from rl.alpha.raw_events at (version => ${version})`)).toBe(before);
+    // A night merges the incremental facts by key and replaces the rest; both equal the local models row for row.
+    const published = await lastPublish('alpha');
+    expect(published.merged).toEqual(expect.arrayContaining(['fct_contact_attempts', 'fct_patient_status_history']));
+    expect(published.models.length).toBeGreaterThan(published.merged.length);
+    expect(Object.values(await differences('alpha')).every((d) => d === 0), JSON.stringify(await differences('alpha'))).toBe(true);
   });
 
   it('two pipelines publish into one lake side by side; all_pipelines reads across them', async () => {
@@ -179,6 +210,8 @@ describe('publish into a DuckLake on a private PostgreSQL (docs/lakehouse.md)', 
       expect(await n('select count(distinct (stream_id, stream_position)) as n from rl.alpha.raw_events')).toBe(mine.events);
       const now = await local('alpha');
       for (const [model, rows] of Object.entries(now.models)) expect(await n(`select count(*) as n from rl.alpha."${model}"`), model).toBe(rows);
+      const diff = await differences('alpha');
+      expect(Object.values(diff).every((d) => d === 0), JSON.stringify(diff)).toBe(true);
     });
   }
 });
