@@ -295,12 +295,14 @@ async function writeModel(wh: Warehouse, schema: string, m: string, key: readonl
   }
   const k = key.map(ident).join(', ');
   const match = (alias: string): string => key.map((c) => `c.${ident(c)} is not distinct from ${alias}.${ident(c)}`).join(' and ');
-  // Keys whose row differs on the two sides (changed, new or gone): one join of the keys and a
-  // 64-bit hash of each whole row (same columns and types on both sides, checked above).
+  // Keys whose rows differ on the two sides (changed, new or gone): one join of the keys, each
+  // with the sum of the 64-bit hashes of its whole rows and their count (a key may have several
+  // rows; the columns and types are the same on both sides, checked above).
   const on = key.map((c) => `a.${ident(c)} is not distinct from b.${ident(c)}`).join(' and ');
+  const side = (table: string): string => `(select ${k}, sum(hash(x)::hugeint) as h, count(*) as n from ${table} x group by all)`;
   const changed = `(select ${key.map((c) => `coalesce(a.${ident(c)}, b.${ident(c)}) as ${ident(c)}`).join(', ')}
-    from (select ${k}, hash(x) as h from ${local} x) a full join (select ${k}, hash(y) as h from ${lakeTable} y) b on ${on}
-    where a.h is distinct from b.h)`;
+    from ${side(local)} a full join ${side(lakeTable)} b on ${on}
+    where a.h is distinct from b.h or a.n is distinct from b.n)`;
   // Delete every key whose rows differ; then every local key missing from the lake table is
   // one to insert (changed or new), and every key left is equal on both sides.
   await wh.run(`delete from ${lakeTable} t where exists (select 1 from ${changed} c where ${match('t')})`);
