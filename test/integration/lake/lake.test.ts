@@ -3,6 +3,7 @@
  * the CLI runs as a child process; this process reads the lake with its own DuckDB instance,
  * as an analyst on another machine would.
  */
+import { copyFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { MockApi } from '../../../src/simulator/index.js';
@@ -179,6 +180,24 @@ describe('publish into a DuckLake on a private PostgreSQL (docs/lakehouse.md)', 
       await holder.close();
     }
     ok(await run('alpha', {}, 'publish'));
+    const mine = await local('alpha');
+    expect(await n('select count(*) as n from rl.alpha.raw_events')).toBe(mine.events);
+    expect(await n('select count(distinct (stream_id, stream_position)) as n from rl.alpha.raw_events')).toBe(mine.events);
+  });
+
+  it('two publishers of one schema at the same instant: each exits 0 or 5, and the lake holds every event once', async () => {
+    api.grow(60);
+    ok(await run('alpha', {}, 'extract'));
+    // A twin of the warehouse (another pod of the same pipeline) publishing into the same schema.
+    mkdirSync(join(tmp.dir, 'alpha-twin'), { recursive: true });
+    copyFileSync(join(tmp.dir, 'alpha', 'warehouse.duckdb'), join(tmp.dir, 'alpha-twin', 'warehouse.duckdb'));
+    const before = await snapshots();
+    const both = await Promise.all([run('alpha', {}, 'publish'), run('alpha-twin', { RECRUIT_ETL_LAKE_SCHEMA: 'alpha' }, 'publish')]);
+    for (const r of both) expect([0, 5], `${r.code} ${r.stderr}`).toContain(r.code);
+    expect(both.some((r) => r.code === 0)).toBe(true);
+    for (const r of both.filter((x) => x.code === 5)) expect(r.stderr).toMatch(/lake schema alpha is being published by another process/);
+    // One publish of the delta: one snapshot, every event once.
+    expect(await snapshots()).toBe(before + 1);
     const mine = await local('alpha');
     expect(await n('select count(*) as n from rl.alpha.raw_events')).toBe(mine.events);
     expect(await n('select count(distinct (stream_id, stream_position)) as n from rl.alpha.raw_events')).toBe(mine.events);
