@@ -49,7 +49,7 @@ echo
 node scripts/lake-query.mjs "$RECRUIT_ETL_LAKE" \
   "select snapshot_id, snapshot_time::varchar as at, commit_message from lake.snapshots() order by snapshot_id desc limit 4" \
   "select pipeline, count(*) as events from lake.all_pipelines.raw_events group by all" \
-  "select * from lake.staging.mart_recruitment_funnel limit 5"
+  "select trial_id, sum(referrals) as referrals, sum(reached_enrolled) as enrolled from lake.all_pipelines.mart_recruitment_funnel group by all order by 1"
 echo "demo-lake: Parquet files of the lake:"
 find data/lake -name '*.parquet' | sed 's|^|  |' | head -12
 echo "  ($(find data/lake -name '*.parquet' | wc -l) files)"
