@@ -7,7 +7,7 @@ SHELL := /bin/bash
 DEMO_PORT ?= 8787
 SOURCES := $(shell find src -name '*.ts' 2>/dev/null) tsconfig.json tsconfig.build.json
 
-.PHONY: help install build typecheck test demo run status dbt bench clean
+.PHONY: help install build typecheck test demo run status dbt bench clean chromium
 
 help:
 	@echo "make demo      run the nightly job against the built-in simulator, print the funnel"
@@ -23,6 +23,19 @@ node_modules/.installed: package.json package-lock.json
 
 install: node_modules/.installed
 
+# The browser test of the report (test/e2e/reportBrowser.test.ts) drives Debian's chromium
+# through playwright-core; installed once, when /usr/bin/chromium is missing.
+CHROMIUM ?= /usr/bin/chromium
+.make/chromium:
+	@if [ ! -x $(CHROMIUM) ]; then \
+	  if [ "$$(id -u)" = 0 ]; then sudo=; else sudo=sudo; fi; \
+	  $$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq --no-install-recommends chromium; \
+	fi
+	@test -x $(CHROMIUM) || { echo "make: $(CHROMIUM) is missing after apt-get install chromium" >&2; exit 1; }
+	@mkdir -p .make && touch $@
+
+chromium: .make/chromium
+
 dist/.built: node_modules/.installed $(SOURCES)
 	rm -rf dist
 	npm run --silent build
@@ -33,7 +46,7 @@ build: dist/.built
 typecheck: node_modules/.installed
 	npm run --silent typecheck
 
-test: build typecheck
+test: build typecheck .make/chromium
 	npx vitest run
 
 demo: build
@@ -55,4 +68,4 @@ bench: build
 	npm run --silent bench
 
 clean:
-	rm -rf dist data .venv dbt/target dbt/dbt_packages dbt/logs
+	rm -rf dist data .venv .make dbt/target dbt/dbt_packages dbt/logs
