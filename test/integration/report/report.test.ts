@@ -4,7 +4,7 @@
  * whose trial ids, site ids, site names and values are markup. Numbers on the page must be
  * the marts' numbers; text from the data must be escaped; the page must load nothing.
  */
-import { existsSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { ReportError } from '../../../src/errors.js';
@@ -15,7 +15,8 @@ import { resolveConfig } from '../../../src/config/config.js';
 import { Warehouse } from '../../../src/warehouse/Warehouse.js';
 import { tempDir } from '../../helpers/tmp.js';
 import { builtWarehouse, fixtureRows, simulatorRows } from '../../helpers/warehouses.js';
-import { ack, attempt, created, status, type Ev } from '../models/fixture.js';
+import { ack, attempt, created, type Ev } from '../models/fixture.js';
+import { HOSTILE_EVENTS, HOSTILE_NAME, HOSTILE_SITE, HOSTILE_TRIAL, hostileSiteNames } from './hostile.js';
 
 /** The `<section class="trial">` of one trial (its data-trial attribute, escaped as on the page). */
 function trialSection(page: string, escapedTrialId: string): string {
@@ -211,26 +212,6 @@ describe('report: right-censored cohorts are marked', () => {
     expectSelfContained(page);
   });
 });
-
-/** Markup where the data goes: trial id, site ids, a site name, a status, an event type. */
-export const HOSTILE_TRIAL = '"><img src=x onerror=alert(1)>';
-export const HOSTILE_SITE = '<script>alert(1)</script>';
-export const HOSTILE_NAME = '</title><script>alert("name")</script>';
-export const HOSTILE_EVENTS: Ev[] = [
-  created('h01', HOSTILE_TRIAL, 'hs1', HOSTILE_SITE, '2024-03-01T10:00:00Z', '2024-03-01T10:00:00Z'),
-  created('h02', HOSTILE_TRIAL, 'hs2', 'S-2', '2024-03-02T10:00:00Z', '2024-03-02T10:00:00Z', '<b onmouseover=alert(2)>x</b>'),
-  attempt('h03', 'v1.contactAttempt.created', HOSTILE_TRIAL, 'hs1', HOSTILE_SITE, 'HA1', '2024-03-03', '2024-03-03T10:00:00Z', ['<i>odd</i>']),
-  status('h04', HOSTILE_TRIAL, 'hs2', 'S-2', '<svg onload=alert(3)>', '2024-03-04T10:00:00Z'),
-  { event_id: 'h05', event_type: '<script>type</script>', published_time: '2024-03-04T10:00:00Z', message: { trialId: HOSTILE_TRIAL } },
-];
-
-/** Write the operator CSV naming the hostile sites with markup. */
-export function hostileSiteNames(dir: string): string {
-  const path = join(dir, 'site-names.csv');
-  const q = (s: string) => `"${s.replaceAll('"', '""')}"`;
-  writeFileSync(path, `site_id,trial_id,site_name,sponsor_site_id\n${q(HOSTILE_SITE)},,${q(HOSTILE_NAME)},\nS-2,,${q(HOSTILE_TRIAL)},\n`);
-  return path;
-}
 
 describe('report: text from the data is escaped', () => {
   const tmp = tempDir('recruit-etl-report-');
