@@ -18,7 +18,7 @@ const CONFIG = {
   font: 'sans-serif',
   view: { stroke: null },
   axis: { labelFontSize: 11, titleFontSize: 11, labelLimit: 180 },
-  legend: { labelFontSize: 11, titleFontSize: 11, labelLimit: 320 },
+  legend: { labelFontSize: 11, titleFontSize: 11, labelLimit: 480 },
 } as const;
 
 let chartSeq = 0;
