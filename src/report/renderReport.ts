@@ -14,8 +14,11 @@ import type { DataQuality, ReportData, Share, SiteTotals, TrialReport } from './
 /** The page's Content-Security-Policy: nothing may be loaded; inline styles and data: images only. */
 export const REPORT_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'";
 
-/** Sites drawn as their own line in a chart; the others are summed into one "other sites" line. */
-export const CHART_SITES = 10;
+/**
+ * Sites drawn as their own line in a chart; the others are summed into one "other sites"
+ * line: ten series at most, the ten colours of the scheme.
+ */
+export const CHART_SITES = 9;
 
 /** What the page says about how it was made. */
 export interface ReportMeta {
@@ -105,7 +108,7 @@ async function activitySection(t: TrialReport): Promise<SafeHtml> {
   );
   return html`<h3>Weekly activity per site</h3>
     <p class="muted">Each activity in the ISO week of its own date (mart_site_activity). The week of the data's as-of time is partial (triangle).
-    ${charted !== null ? `Charts draw the ${CHART_SITES} sites with the most referrals; the rest are summed as "other sites".` : ''}</p>
+    ${charted !== null ? `Charts draw the ${CHART_SITES} sites with the most referrals; the rest are summed as "other sites" (the table lists every site).` : ''}</p>
     <div class="charts">${charts}</div>
     <table class="sites"><thead><tr><th>site</th><th class="n">weeks</th><th class="n">referrals received</th><th class="n">acknowledged</th>
       <th class="n">first contact attempts</th><th class="n">reached</th><th class="n">screenings</th><th class="n">enrolments</th>

@@ -252,3 +252,35 @@ describe('report: text from the data is escaped', () => {
     for (const s of svgs) expect(s).toMatch(/^<svg xmlns="http:\/\/www\.w3\.org\/2000\/svg" xmlns:xlink="http:\/\/www\.w3\.org\/1999\/xlink" version="1\.1" class="marks"/);
   });
 });
+
+describe('report: many sites', () => {
+  const tmp = tempDir('recruit-etl-report-');
+  let wh: Warehouse;
+  let page: string;
+
+  beforeAll(async () => {
+    wh = await builtWarehouse(':memory:', await simulatorRows({ seed: 3, trials: 1, sitesPerTrial: 12, patientsPerTrial: 120 }));
+    const r = await writeReport({ wh, exportDir: tmp.dir, worklistRows: 1 });
+    page = (await import('node:fs')).readFileSync(r.path, 'utf8');
+  }, 60_000);
+  afterAll(async () => {
+    await wh?.close();
+    tmp.cleanup();
+  });
+
+  test('charts draw the 9 busiest sites and "other sites"; the tables list every site', async () => {
+    const sites = await wh.all<{ site_id: string; site_name: string | null; n: bigint }>(
+      'select site_id, any_value(site_name) as site_name, sum(referrals_received) as n from main.mart_site_activity group by 1 order by n desc, site_id',
+    );
+    expect(sites.length).toBe(12);
+    const weekly = /data-chart="weekly-referrals">(<svg[\s\S]*?<\/svg>)/.exec(page)![1]!;
+    const legend = /aria-label="Symbol legend titled 'site'[^"]*with (\d+) values/.exec(weekly)!;
+    expect(Number(legend[1])).toBe(10);
+    const texts = new Set([...weekly.matchAll(/<text[^>]*>([^<]*)<\/text>/g)].map((m) => m[1]!));
+    expect(texts.has('other sites')).toBe(true);
+    for (const s of sites.slice(0, 9)) expect(texts.has(s.site_name ?? s.site_id), s.site_id).toBe(true);
+    for (const s of sites.slice(9)) expect(texts.has(s.site_name ?? s.site_id), s.site_id).toBe(false);
+    expect([...page.matchAll(/<tr data-site="/g)].length).toBe(12);
+    expect([...page.matchAll(/<h4 data-site="/g)].length).toBe(await wh.one<{ n: bigint }>('select count(distinct site_id) as n from main.mart_open_referrals').then((r) => Number(r!.n)));
+  });
+});
