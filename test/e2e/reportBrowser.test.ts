@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { REPORT_CSP } from '../../src/report/renderReport.js';
 import { writeReport } from '../../src/report/writeReport.js';
 import type { Warehouse } from '../../src/warehouse/Warehouse.js';
 import { tempDir } from '../helpers/tmp.js';
@@ -70,6 +71,8 @@ describe('the report in headless Chromium', () => {
     expect(seen.errors).toEqual([]);
     expect(seen.requests).toEqual([pathToFileURL(path).href]);
     expect(seen.dialogs).toEqual([]);
+    // The policy the browser reads is the strict one, whatever the escaping of its quotes.
+    expect(await page.locator('meta[http-equiv="Content-Security-Policy"]').getAttribute('content')).toBe(REPORT_CSP);
 
     // The funnel as the browser shows it (rendered text), per trial.
     const shown = await page.$$eval('section.trial', (sections) =>
