@@ -106,13 +106,27 @@ async function activitySection(t: TrialReport): Promise<SafeHtml> {
       <td class="n" data-col="enrolments">${fmt(s.enrolments)}</td>
       <td class="n${s.enrolmentsLast4Weeks === 0 ? ' warn' : ''}">${fmt(s.enrolmentsLast4Weeks)}</td></tr>`,
   );
+  const months = t.months.map((m) => html`<th class="n" colspan="2" data-month="${m.month}">${m.month.slice(0, 7)}${m.isComplete ? '' : html` <span class="tag">partial</span>`}</th>`);
+  const monthly = t.siteMonths.map(
+    (s) => html`<tr data-site="${s.siteId}"><td>${siteLabel(s)}</td>${s.months.map(
+      (m) => html`<td class="n" data-col="referrals_received">${fmt(m.referralsReceived)}</td><td class="n" data-col="enrolments">${fmt(m.enrolments)}</td>`,
+    )}</tr>`,
+  );
+  const monthlyTable =
+    t.months.length === 0
+      ? ''
+      : html`<h4>Monthly pace</h4>
+    <p class="muted">Referrals received and enrolments per calendar month, the last ${t.months.length} months (mart_site_activity_monthly); the month of the as-of time is partial.</p>
+    <table class="monthly"><thead><tr><th rowspan="2">site</th>${months}</tr>
+    <tr>${t.months.map(() => html`<th class="n">referrals</th><th class="n">enrolments</th>`)}</tr></thead><tbody>${monthly}</tbody></table>`;
   return html`<h3>Weekly activity per site</h3>
     <p class="muted">Each activity in the ISO week of its own date (mart_site_activity). The week of the data's as-of time is partial (triangle).
     ${charted !== null ? `Charts draw the ${CHART_SITES} sites with the most referrals; the rest are summed as "other sites" (the table lists every site).` : ''}</p>
     <div class="charts">${charts}</div>
     <table class="sites"><thead><tr><th>site</th><th class="n">weeks</th><th class="n">referrals received</th><th class="n">acknowledged</th>
       <th class="n">first contact attempts</th><th class="n">reached</th><th class="n">screenings</th><th class="n">enrolments</th>
-      <th class="n">enrolments, last 4 complete weeks</th></tr></thead><tbody>${table}</tbody></table>`;
+      <th class="n">enrolments, last 4 complete weeks</th></tr></thead><tbody>${table}</tbody></table>
+    ${monthlyTable}`;
 }
 
 async function timingSection(t: TrialReport): Promise<SafeHtml> {

@@ -64,6 +64,14 @@ export interface SiteTotals {
   enrolmentsLast4Weeks: number;
 }
 
+/** One site's last months (`mart_site_activity_monthly`): referrals and enrolments per month. */
+export interface SiteMonths {
+  siteId: string;
+  siteName: string | null;
+  /** Per month of {@link TrialReport.months}, in the same order; zeros where the site had no row yet. */
+  months: { referralsReceived: number; enrolments: number }[];
+}
+
 /** A numerator over a denominator; both null when the mart withholds them (right-censored). */
 export interface Share {
   numerator: number | null;
@@ -128,6 +136,9 @@ export interface TrialReport {
   funnel: TrialFunnel;
   siteWeeks: SiteWeek[];
   siteTotals: SiteTotals[];
+  /** The trial's last {@link MONTHS} months of `mart_site_activity_monthly` (`YYYY-MM-DD`, oldest first), and whether each is complete. */
+  months: { month: string; isComplete: boolean }[];
+  siteMonths: SiteMonths[];
   timing: TrialTiming;
   cohorts: CohortWeek[];
   worklist: WorklistSite[];
@@ -158,6 +169,7 @@ export interface ReportData {
 export const REPORT_MODELS = [
   'mart_recruitment_funnel',
   'mart_site_activity',
+  'mart_site_activity_monthly',
   'mart_open_referrals',
   'dq_summary',
   'dq_unknown_event_types',
@@ -174,6 +186,9 @@ export const REPORT_MODELS = [
 
 /** The `dq_` models counted per trial (those with a `trial_id` column). */
 export const DQ_PER_TRIAL = ['dq_orphan_events', 'dq_late_events', 'dq_future_dated_events', 'dq_unmapped_sites', 'dq_invalid_events', 'dq_multi_site_patients'] as const;
+
+/** Months of the monthly pace table. */
+export const MONTHS = 3;
 
 /** How many of the unknown values of each check the panel lists. */
 const DQ_VALUES = 20;
@@ -275,6 +290,28 @@ async function readTrial(wh: Warehouse, trialId: string, worklistRows: number): 
     enrolmentsLast4Weeks: num(r['enrolments_last4']),
   }));
 
+  const monthRows = await wh.all<Record<string, unknown>>(
+    `with months as (
+       select distinct activity_month, is_complete_month from main.mart_site_activity_monthly where trial_id = ?
+       order by activity_month desc limit ${MONTHS}
+     )
+     select strftime(m.activity_month, '%Y-%m-%d') as month, m.is_complete_month, a.site_id, a.site_name, a.referrals_received, a.enrolments
+     from months m join main.mart_site_activity_monthly a on a.activity_month = m.activity_month and a.trial_id = ?
+     order by a.site_id, m.activity_month`,
+    [trialId, trialId],
+  );
+  const months = [...new Map(monthRows.map((r) => [String(r['month']), r['is_complete_month'] === true])).entries()]
+    .sort(([a], [b]) => a.localeCompare(b))
+    .map(([month, isComplete]) => ({ month, isComplete }));
+  const bySite = new Map<string, SiteMonths>();
+  for (const r of monthRows) {
+    const siteId = String(r['site_id']);
+    const site = bySite.get(siteId) ?? { siteId, siteName: (r['site_name'] as string | null) ?? null, months: months.map(() => ({ referralsReceived: 0, enrolments: 0 })) };
+    site.months[months.findIndex((m) => m.month === r['month'])] = { referralsReceived: num(r['referrals_received']), enrolments: num(r['enrolments']) };
+    bySite.set(siteId, site);
+  }
+  const siteMonths = [...bySite.values()];
+
   // Windowed shares: sum() skips the rows the mart withholds (right-censored cohorts).
   const t = await wh.one<Record<string, unknown>>(
     `select ${[24, 48, 72].map((h) => `sum(acknowledged_within_${h}h) as a${h}, sum(acknowledged_within_${h}h_denominator) as a${h}d`).join(', ')},
@@ -363,7 +400,7 @@ async function readTrial(wh: Warehouse, trialId: string, worklistRows: number): 
   );
   const dq = Object.fromEntries(dqRows.map((r) => [r.check_name, Number(r.n)]));
 
-  return { trialId, funnel, siteWeeks, siteTotals, timing, cohorts, worklist, dq };
+  return { trialId, funnel, siteWeeks, siteTotals, months, siteMonths, timing, cohorts, worklist, dq };
 }
 
 async function readDataQuality(wh: Warehouse): Promise<DataQuality> {

@@ -111,6 +111,26 @@ describe('report on a demo-like warehouse', () => {
     }
   });
 
+  test("the monthly pace is mart_site_activity_monthly's last three months", async () => {
+    const mart = await wh.all<{ trial_id: string; site_id: string; month: string; complete: boolean; referrals: bigint; enrolments: bigint }>(
+      `select trial_id, site_id, strftime(activity_month, '%Y-%m') as month, is_complete_month as complete, referrals_received as referrals, enrolments
+       from main.mart_site_activity_monthly a
+       where activity_month in (select distinct activity_month from main.mart_site_activity_monthly b where b.trial_id = a.trial_id order by 1 desc limit 3)
+       order by trial_id, site_id, activity_month`,
+    );
+    for (const trial of ['TRIAL-001', 'TRIAL-002']) {
+      const s = trialSection(page, trial);
+      const table = /<table class="monthly">[\s\S]*?<\/table>/.exec(s)![0];
+      const rows = mart.filter((r) => r.trial_id === trial);
+      const heads = [...table.matchAll(/data-month="(\d{4}-\d{2})-01">([^<]*)(<span class="tag">partial<\/span>)?/g)].map((m) => [m[1], m[3] === undefined]);
+      expect(heads).toEqual([...new Map(rows.map((r) => [r.month, r.complete])).entries()].sort());
+      const cells = [...table.matchAll(/<tr data-site="([^"]+)">([\s\S]*?)<\/tr>/g)].flatMap((m) =>
+        [...m[2]!.matchAll(/data-col="(referrals_received|enrolments)">([\d,]+)</g)].map((c) => `${m[1]} ${c[1]} ${c[2]}`),
+      );
+      expect(cells).toEqual(rows.flatMap((r) => [`${r.site_id} referrals_received ${r.referrals}`, `${r.site_id} enrolments ${r.enrolments}`]));
+    }
+  });
+
   test('the worklist: the N oldest open referrals per site by worklist_rank, by patient_key only', async () => {
     const mart = await wh.all<{ trial_id: string; site_id: string; patient_key: string }>(
       'select trial_id, site_id, patient_key from main.mart_open_referrals where worklist_rank <= 3 order by trial_id, site_id, worklist_rank',
@@ -280,7 +300,8 @@ describe('report: many sites', () => {
     expect(texts.has('other sites')).toBe(true);
     for (const s of sites.slice(0, 9)) expect(texts.has(s.site_name ?? s.site_id), s.site_id).toBe(true);
     for (const s of sites.slice(9)) expect(texts.has(s.site_name ?? s.site_id), s.site_id).toBe(false);
-    expect([...page.matchAll(/<tr data-site="/g)].length).toBe(12);
+    const sitesTable = /<table class="sites">[\s\S]*?<\/table>/.exec(page)![0];
+    expect([...sitesTable.matchAll(/<tr data-site="/g)].length).toBe(12);
     expect([...page.matchAll(/<h4 data-site="/g)].length).toBe(await wh.one<{ n: bigint }>('select count(distinct site_id) as n from main.mart_open_referrals').then((r) => Number(r!.n)));
   });
 });
