@@ -226,6 +226,7 @@ export async function runJob(command: string, stages: readonly Stage[], ctx: Job
   const ownsHttp = ctx.http === undefined;
   let http: HttpClient | undefined = ctx.http;
   let committed = 0;
+  let committedPages = 0;
   try {
     await wh.migrate();
     const runLog = new RunLog(wh, ctx.secrets);
@@ -272,6 +273,7 @@ export async function runJob(command: string, stages: readonly Stage[], ctx: Job
             runId,
             logger,
             progress: p,
+            onCommitted: (pages) => { committedPages += pages; },
             ...signalOpt,
           }),
         ));
@@ -342,8 +344,12 @@ export async function runJob(command: string, stages: readonly Stage[], ctx: Job
       try {
         // An extract that stopped early returned no result: count what its batches committed.
         if (result.extract === undefined && stages.includes('extract')) committed = await committedEvents(wh, runId);
-        if (result.extract === undefined && result.stages.extract) result.stages.extract['events'] = committed;
-        const recorded = { ...counts(result), eventsLoaded: result.extract?.eventsLoaded ?? committed };
+        if (result.extract === undefined && result.stages.extract) Object.assign(result.stages.extract, { events: committed, pages: committedPages });
+        const recorded = {
+          ...counts(result),
+          eventsLoaded: result.extract?.eventsLoaded ?? committed,
+          pagesFetched: result.extract?.pages ?? committedPages,
+        };
         ctx.onRecorded?.(recorded);
         await runLog.finish(runId, status, recorded, summary(result), line, stagesWithCounts());
       } catch {
