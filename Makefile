@@ -7,7 +7,7 @@ SHELL := /bin/bash
 DEMO_PORT ?= 8787
 SOURCES := $(shell find src -name '*.ts' 2>/dev/null) tsconfig.json tsconfig.build.json
 
-.PHONY: help install build typecheck test demo run status dbt bench clean
+.PHONY: help install build typecheck test demo run status dbt bench clean chromium screenshot
 
 help:
 	@echo "make demo      run the nightly job against the built-in simulator, print the funnel"
@@ -15,6 +15,7 @@ help:
 	@echo "make run       run the nightly job against the real API (RECRUIT_ETL_* from the environment)"
 	@echo "make status    streams, cursors, last runs, row counts"
 	@echo "make dbt       build the same models with dbt-duckdb (after make demo)"
+	@echo "make screenshot  docs/report.png from the demo's report (after make demo)"
 	@echo "make bench     ingest benchmark (BENCH_EVENTS=1000000)"
 
 node_modules/.installed: package.json package-lock.json
@@ -22,6 +23,19 @@ node_modules/.installed: package.json package-lock.json
 	@touch $@
 
 install: node_modules/.installed
+
+# The browser test of the report (test/e2e/reportBrowser.test.ts) drives Debian's chromium
+# through playwright-core; installed once, when /usr/bin/chromium is missing.
+CHROMIUM ?= /usr/bin/chromium
+.make/chromium:
+	@if [ ! -x $(CHROMIUM) ]; then \
+	  if [ "$$(id -u)" = 0 ]; then sudo=; else sudo=sudo; fi; \
+	  $$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq --no-install-recommends chromium; \
+	fi
+	@test -x $(CHROMIUM) || { echo "make: $(CHROMIUM) is missing after apt-get install chromium" >&2; exit 1; }
+	@mkdir -p .make && touch $@
+
+chromium: .make/chromium
 
 dist/.built: node_modules/.installed $(SOURCES)
 	rm -rf dist
@@ -33,7 +47,7 @@ build: dist/.built
 typecheck: node_modules/.installed
 	npm run --silent typecheck
 
-test: build typecheck
+test: build typecheck .make/chromium
 	npx vitest run
 
 demo: build
@@ -51,8 +65,13 @@ dbt: build
 	@test -f $${RECRUIT_ETL_DB:-data/warehouse.duckdb} || DEMO_PORT=$(DEMO_PORT) bash scripts/demo.sh
 	bash dbt/dbt.sh build
 
+# The README's picture of the report, from the demo's data/exports/report.html.
+screenshot: node_modules/.installed .make/chromium
+	@test -f data/exports/report.html || DEMO_PORT=$(DEMO_PORT) $(MAKE) demo
+	node scripts/report-screenshot.mjs data/exports/report.html docs/report.png
+
 bench: build
 	npm run --silent bench
 
 clean:
-	rm -rf dist data .venv dbt/target dbt/dbt_packages dbt/logs
+	rm -rf dist data .venv .make dbt/target dbt/dbt_packages dbt/logs

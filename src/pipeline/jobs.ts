@@ -14,6 +14,7 @@ import { extractEvents, type ExtractResult } from '../extract/extractEvents.js';
 import { snapshotSites, type SnapshotSitesResult } from '../extract/snapshotSites.js';
 import { exportParquet, type Manifest } from '../export/exportParquet.js';
 import { runTransform, type TransformResult } from '../transform/runTransform.js';
+import { writeReport, type ReportResult } from '../report/writeReport.js';
 import { HttpClient } from '../upstream/http.js';
 import { TokenProvider } from '../upstream/auth.js';
 import { EventsClient } from '../upstream/events.js';
@@ -57,7 +58,7 @@ export function heldBatchSettings(memoryLimit: string): Record<string, string> {
 }
 
 /** Stages a job can run, in pipeline order. */
-export type Stage = 'extract' | 'sites' | 'transform' | 'export';
+export type Stage = 'extract' | 'sites' | 'transform' | 'export' | 'report';
 
 /** Dependencies a job can be given (tests inject them; the CLI builds the defaults). */
 export interface JobContext {
@@ -85,6 +86,8 @@ export interface JobResult {
   sites?: SnapshotSitesResult;
   transform?: TransformResult;
   export?: Manifest;
+  /** The HTML report written (docs/report.md). */
+  report?: ReportResult;
   /** The read-only copy published for analysts after a successful run that changed data (not `export` alone). */
   publishedCopy?: string;
   durationMs: number;
@@ -109,6 +112,8 @@ function stageCounts(r: JobResult, stage: Stage): Record<string, number> {
       return r.transform ? { models: r.transform.models.length, seeds: r.transform.seeds.length } : {};
     case 'export':
       return r.export ? { files: r.export.files.length } : {};
+    case 'report':
+      return r.report ? { trials: r.report.trials, bytes: r.report.bytes } : {};
   }
 }
 
@@ -180,6 +185,7 @@ function summary(r: JobResult): Record<string, unknown> {
     },
     stageMs: r.stageMs,
     export: r.export && { files: r.export.files.map((f) => ({ model: f.model, rows: f.rows })) },
+    report: r.report && { file: r.report.path, bytes: r.report.bytes, trials: r.report.trials },
   };
 }
 
@@ -298,14 +304,20 @@ export async function runJob(command: string, stages: readonly Stage[], ctx: Job
           wh.interruptible(ctx.signal, () => exportParquet({ wh, exportDir: config.exportDir, runId, logger, progress: p, modes: readerModes(config.fileMode) })),
         );
       }
+      throwIfAborted(ctx.signal);
+      if (stages.includes('report')) {
+        result.report = await stage('report', (p) =>
+          writeReport({ wh, exportDir: config.exportDir, worklistRows: config.reportWorklistRows, runId, logger, progress: p, modes: readerModes(config.fileMode) }),
+        );
+      }
       // Recorded as succeeded before the copy, so that the copy says so; when the checkpoint
       // or the copy fails, the catch below records the run as failed after all.
       result.durationMs = Date.now() - started;
       await runLog.finish(runId, 'succeeded', counts(result), summary(result), undefined, stagesWithCounts());
       ctx.onRecorded?.(counts(result));
-      // The copy is refreshed when the warehouse's data changed. `export` alone only reads
-      // (its etl.runs row reaches the copy with the next run); a copy costs more than an export.
-      if (wh.path !== ':memory:' && stages.some((s) => s !== 'export')) {
+      // The copy is refreshed when the warehouse's data changed. `export` and `report` alone only
+      // read (their etl.runs row reaches the copy with the next run); a copy costs more than an export.
+      if (wh.path !== ':memory:' && stages.some((s) => s !== 'export' && s !== 'report')) {
         result.publishedCopy = await publishReadOnlyCopy(wh, runId, readerModes(config.fileMode));
       } else if (wh.path !== ':memory:') {
         await wh.checkpoint();
