@@ -7,7 +7,7 @@ SHELL := /bin/bash
 DEMO_PORT ?= 8787
 SOURCES := $(shell find src -name '*.ts' 2>/dev/null) tsconfig.json tsconfig.build.json
 
-.PHONY: help install build typecheck test demo run status dbt bench clean extensions postgres demo-lake bench-lake
+.PHONY: help install build typecheck test demo run status dbt bench clean extensions postgres demo-lake bench-lake chromium screenshot
 
 # PostgreSQL server binaries for the lake's integration tests and make demo-lake (initdb, pg_ctl).
 PG_BIN ?= $(or $(shell pg_config --bindir 2>/dev/null | grep -v '^$$' || true),/usr/lib/postgresql/15/bin)
@@ -19,6 +19,7 @@ help:
 	@echo "make run       run the nightly job against the real API (RECRUIT_ETL_* from the environment)"
 	@echo "make status    streams, cursors, last runs, row counts"
 	@echo "make dbt       build the same models with dbt-duckdb (after make demo)"
+	@echo "make screenshot  docs/report.png from the demo's report (after make demo)"
 	@echo "make bench     ingest benchmark (BENCH_EVENTS=1000000)"
 	@echo "make demo-lake the demo, then a publish into a DuckLake on a private PostgreSQL (docs/lakehouse.md)"
 	@echo "make bench-lake publish times into a DuckLake (BENCH_EVENTS=200000)"
@@ -29,6 +30,19 @@ node_modules/.installed: package.json package-lock.json
 	@touch $@
 
 install: node_modules/.installed
+
+# The browser test of the report (test/e2e/reportBrowser.test.ts) drives Debian's chromium
+# through playwright-core; installed once, when /usr/bin/chromium is missing.
+CHROMIUM ?= /usr/bin/chromium
+.make/chromium:
+	@if [ ! -x $(CHROMIUM) ]; then \
+	  if [ "$$(id -u)" = 0 ]; then sudo=; else sudo=sudo; fi; \
+	  $$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq --no-install-recommends chromium; \
+	fi
+	@test -x $(CHROMIUM) || { echo "make: $(CHROMIUM) is missing after apt-get install chromium" >&2; exit 1; }
+	@mkdir -p .make && touch $@
+
+chromium: .make/chromium
 
 dist/.built: node_modules/.installed $(SOURCES)
 	rm -rf dist
@@ -46,13 +60,18 @@ build: dist/.built
 extensions: .duckdb/extensions/.stamp
 
 # The lake tests start a private PostgreSQL cluster: its binaries must be on the machine.
+# Installed from Debian's packages when missing (as chromium above).
 postgres:
+	@if [ ! -x "$(PG_BIN)/initdb" ]; then \
+	  if [ "$$(id -u)" = 0 ]; then sudo=; else sudo=sudo; fi; \
+	  $$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq --no-install-recommends postgresql-15; \
+	fi
 	@test -x "$(PG_BIN)/initdb" -a -x "$(PG_BIN)/pg_ctl" || { echo "PostgreSQL server binaries (initdb, pg_ctl) not found in $(PG_BIN): install postgresql-15 (apt-get install postgresql-15) or set PG_BIN" >&2; exit 1; }
 
 typecheck: node_modules/.installed
 	npm run --silent typecheck
 
-test: build typecheck extensions postgres
+test: build typecheck extensions postgres .make/chromium
 	npx vitest run
 
 demo: build
@@ -76,8 +95,13 @@ bench-lake: build extensions postgres
 demo-lake: build extensions postgres
 	DEMO_PORT=$(DEMO_PORT) bash scripts/demo-lake.sh
 
+# The README's picture of the report, from the demo's data/exports/report.html.
+screenshot: node_modules/.installed .make/chromium
+	@test -f data/exports/report.html || DEMO_PORT=$(DEMO_PORT) $(MAKE) demo
+	node scripts/report-screenshot.mjs data/exports/report.html docs/report.png
+
 bench: build
 	npm run --silent bench
 
 clean:
-	rm -rf dist data .venv .duckdb dbt/target dbt/dbt_packages dbt/logs
+	rm -rf dist data .venv .duckdb .make dbt/target dbt/dbt_packages dbt/logs

@@ -25,7 +25,8 @@
  * BENCH_BATCH_PAGES (the job's default), BENCH_REPEAT,
  * BENCH_NODE_OPTIONS and BENCH_MALLOC_ARENA_MAX (the extract's NODE_OPTIONS, MALLOC_ARENA_MAX),
  * BENCH_TRACE=1 prints each child's RSS over time, BENCH_KEEP=1 keeps the work folder,
- * BENCH_SCENARIOS (`ingest,nightly`: steps 1–5, step 6), BENCH_NIGHT_SHARE (0.01).
+ * BENCH_SCENARIOS (`ingest,nightly`: steps 1–5, step 6), BENCH_NIGHT_SHARE (0.01), BENCH_WORK
+ * (the folder the warehouses are written in; default bench/.work).
  *
  * @module
  */
@@ -60,7 +61,8 @@ function median<T extends { ms: number }>(samples: readonly T[]): T {
   return sorted[Math.floor(sorted.length / 2)]!;
 }
 const CLI = join(PACKAGE_ROOT, 'dist', 'cli.js');
-const WORK = join(PACKAGE_ROOT, 'bench', '.work');
+/** The work folder (BENCH_WORK; default bench/.work): put it on another file system to compare (a published copy is a clone where the file system can clone). */
+const WORK = process.env['BENCH_WORK'] ? join(process.env['BENCH_WORK'], 'recruit-etl-bench') : join(PACKAGE_ROOT, 'bench', '.work');
 
 interface Sim {
   proc: ChildProcess;

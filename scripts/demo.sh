@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # make demo: start the simulator on DEMO_PORT, run the whole job against it into
-# data/warehouse.duckdb and data/exports, print the funnel per trial, stop the simulator.
+# data/warehouse.duckdb and data/exports (with the HTML report, data/exports/report.html), print
+# the funnel per trial, stop the simulator.
 # Running it again resumes from the stored cursor and loads nothing new.
 set -euo pipefail
 umask 077
@@ -59,3 +60,4 @@ printf 'demo: run finished in %d.%03d s\n\n' $((ms / 1000)) $((ms % 1000))
 dist/cli.js status
 echo
 echo "demo: warehouse $RECRUIT_ETL_DB, Parquet in $RECRUIT_ETL_EXPORT_DIR"
+echo "demo: report $RECRUIT_ETL_EXPORT_DIR/report.html (open it in a browser: xdg-open $RECRUIT_ETL_EXPORT_DIR/report.html)"

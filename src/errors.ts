@@ -117,6 +117,12 @@ export class ExportError extends EtlError {
   override readonly exitCode = ExitCode.warehouse;
 }
 
+/** Reading the marts for the report or writing `report.html` failed (no models yet, disk, permissions). Exit 7. */
+export class ReportError extends EtlError {
+  override readonly code = 'E_REPORT';
+  override readonly exitCode = ExitCode.warehouse;
+}
+
 /** The run was interrupted by SIGINT (exit 130) or SIGTERM (exit 143). */
 export class InterruptedError extends EtlError {
   override readonly code = 'E_INTERRUPTED';

@@ -29,17 +29,18 @@ export const DEFAULT_EVENT_TYPES: readonly string[] = [
 ];
 
 /** The commands of the CLI (docs/contracts.md "Commands"). */
-export const COMMAND_NAMES = ['run', 'extract', 'sites', 'transform', 'export', 'publish', 'status', 'streams', 'mock-api'] as const;
+export const COMMAND_NAMES = ['run', 'extract', 'sites', 'transform', 'export', 'report', 'publish', 'status', 'streams', 'mock-api'] as const;
 /** One command of the CLI. */
 export type CommandName = (typeof COMMAND_NAMES)[number];
 
 /** Commands that run pipeline stages and record themselves in `etl.runs`. */
-export const PIPELINE: readonly CommandName[] = ['run', 'extract', 'sites', 'transform', 'export', 'publish'];
+export const PIPELINE: readonly CommandName[] = ['run', 'extract', 'sites', 'transform', 'export', 'report', 'publish'];
 const WAREHOUSE: readonly CommandName[] = [...PIPELINE, 'status', 'streams'];
 const EVENTS: readonly CommandName[] = ['run', 'extract'];
 const UPSTREAM: readonly CommandName[] = ['run', 'extract', 'sites'];
 const SITES: readonly CommandName[] = ['run', 'sites'];
-const EXPORTS: readonly CommandName[] = ['run', 'export'];
+const EXPORTS: readonly CommandName[] = ['run', 'export', 'report'];
+const REPORTS: readonly CommandName[] = ['run', 'report'];
 const TRANSFORMS: readonly CommandName[] = ['run', 'transform'];
 const LAKE: readonly CommandName[] = ['run', 'publish'];
 const ALL: readonly CommandName[] = COMMAND_NAMES;
@@ -223,7 +224,12 @@ export const ConfigSchema = z.object({
     commands: TRANSFORMS,
     group: MODELS_GROUP,
   }),
-  exportDir: option(z.string().min(1).default('data/exports').describe('Parquet export folder'), { commands: EXPORTS, group: EXPORTS_GROUP }),
+  exportDir: option(z.string().min(1).default('data/exports').describe('Parquet export folder; the report is <export-dir>/report.html'), { commands: EXPORTS, group: EXPORTS_GROUP }),
+  /** Open referrals listed per site in the report's worklist (docs/report.md "Worklist"). */
+  reportWorklistRows: option(int.default(10).describe("open referrals listed per site in the report's worklist, oldest first"), {
+    commands: REPORTS,
+    group: EXPORTS_GROUP,
+  }),
   /**
    * DuckLake attach string (docs/lakehouse.md): when set, every successful `run` publishes into
    * the lake. May hold a password: registered as a secret, never logged.

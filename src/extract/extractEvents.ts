@@ -45,6 +45,8 @@ export interface ExtractOptions {
   signal?: AbortSignal;
   /** Receives pages fetched, events committed and the stream position (src/log/progress.ts). */
   progress?: StageProgress;
+  /** Called after each batch commits, with its pages and inserted events (what a failed run still counts). */
+  onCommitted?: (pages: number, events: number) => void;
 }
 
 /** What one extract did. */
@@ -140,6 +142,7 @@ export async function extractEvents(opts: ExtractOptions): Promise<ExtractResult
     result.duplicatesSkipped += r.duplicates;
     result.quarantined += r.quarantined;
     result.batches += 1;
+    opts.onCommitted?.(pages.length, r.inserted);
     progress.update({ position: r.lastPosition });
     if (r.quarantined > 0) logger.warn({ stream: def.streamId, quarantined: r.quarantined, position: r.lastPosition }, 'events quarantined: stored in a readable form, their text as sent kept in raw.quarantined_events');
     logger.debug({ stream: def.streamId, pages: pages.length, events: r.inserted, position: r.lastPosition }, 'batch committed');

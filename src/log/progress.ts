@@ -21,7 +21,7 @@ import cliProgress from 'cli-progress';
 import type { Logger } from 'pino';
 
 /** A stage that reports progress, in pipeline order. */
-export type ProgressStage = 'extract' | 'sites' | 'transform' | 'export' | 'publish';
+export type ProgressStage = 'extract' | 'sites' | 'transform' | 'export' | 'report' | 'publish';
 
 /** Default seconds between two progress lines while a stage runs. */
 export const DEFAULT_PROGRESS_INTERVAL_SECONDS = 10;
@@ -34,9 +34,9 @@ export interface StageCounts {
   events?: number;
   /** extract: the stream position committed (rows on the stream). */
   position?: number;
-  /** transform, export, sites, publish: items done so far (models built, files written, sites stored, events published). */
+  /** transform, export, sites, report, publish: items done so far (models built, files written, sites stored, trials rendered, events published). */
   done?: number;
-  /** transform, export: items this stage will do in all. */
+  /** transform, export, report: items this stage will do in all. */
   total?: number;
 }
 
@@ -102,7 +102,7 @@ export interface StageProgress {
 /** A {@link StageProgress} that reports nothing (library default). */
 export const NO_PROGRESS: StageProgress = Object.freeze({ update: () => undefined, end: () => undefined });
 
-const UNITS: Record<ProgressStage, string> = { extract: 'events', sites: 'sites', transform: 'models', export: 'files', publish: 'events' };
+const UNITS: Record<ProgressStage, string> = { extract: 'events', sites: 'sites', transform: 'models', export: 'files', report: 'trials', publish: 'events' };
 
 /** Owner of the progress of one command. */
 export class Progress {

@@ -14,6 +14,7 @@ import { extractEvents, type ExtractResult } from '../extract/extractEvents.js';
 import { snapshotSites, type SnapshotSitesResult } from '../extract/snapshotSites.js';
 import { exportParquet, type Manifest } from '../export/exportParquet.js';
 import { runTransform, type TransformResult } from '../transform/runTransform.js';
+import { writeReport, type ReportResult } from '../report/writeReport.js';
 import { HttpClient } from '../upstream/http.js';
 import { TokenProvider } from '../upstream/auth.js';
 import { EventsClient } from '../upstream/events.js';
@@ -58,7 +59,7 @@ export function heldBatchSettings(memoryLimit: string): Record<string, string> {
 }
 
 /** Stages a job can run, in pipeline order. */
-export type Stage = 'extract' | 'sites' | 'transform' | 'export' | 'publish';
+export type Stage = 'extract' | 'sites' | 'transform' | 'export' | 'report' | 'publish';
 
 /** Dependencies a job can be given (tests inject them; the CLI builds the defaults). */
 export interface JobContext {
@@ -86,6 +87,8 @@ export interface JobResult {
   sites?: SnapshotSitesResult;
   transform?: TransformResult;
   export?: Manifest;
+  /** The HTML report written (docs/report.md). */
+  report?: ReportResult;
   /** What the publish into the lake did (`--lake`; docs/lakehouse.md). */
   publish?: PublishResult;
   /** The read-only copy published for analysts after a successful run that changed data (not `export` alone). */
@@ -112,6 +115,8 @@ function stageCounts(r: JobResult, stage: Stage): Record<string, number> {
       return r.transform ? { models: r.transform.models.length, seeds: r.transform.seeds.length } : {};
     case 'export':
       return r.export ? { files: r.export.files.length } : {};
+    case 'report':
+      return r.report ? { trials: r.report.trials, bytes: r.report.bytes } : {};
     case 'publish':
       return r.publish ? { events: r.publish.events, models: r.publish.models.length, merged: r.publish.merged.length, snapshot: r.publish.snapshotId } : {};
   }
@@ -185,6 +190,7 @@ function summary(r: JobResult): Record<string, unknown> {
     },
     stageMs: r.stageMs,
     export: r.export && { files: r.export.files.map((f) => ({ model: f.model, rows: f.rows })) },
+    report: r.report && { file: r.report.path, bytes: r.report.bytes, trials: r.report.trials },
     publish: r.publish && { schema: r.publish.schema, snapshotId: r.publish.snapshotId, events: r.publish.events, models: r.publish.models, merged: r.publish.merged, compacted: r.publish.compacted },
   };
 }
@@ -226,6 +232,7 @@ export async function runJob(command: string, stages: readonly Stage[], ctx: Job
   const ownsHttp = ctx.http === undefined;
   let http: HttpClient | undefined = ctx.http;
   let committed = 0;
+  let committedPages = 0;
   try {
     await wh.migrate();
     const runLog = new RunLog(wh, ctx.secrets);
@@ -272,6 +279,7 @@ export async function runJob(command: string, stages: readonly Stage[], ctx: Job
             runId,
             logger,
             progress: p,
+            onCommitted: (pages) => { committedPages += pages; },
             ...signalOpt,
           }),
         ));
@@ -303,6 +311,12 @@ export async function runJob(command: string, stages: readonly Stage[], ctx: Job
         );
       }
       throwIfAborted(ctx.signal);
+      if (stages.includes('report')) {
+        result.report = await stage('report', (p) =>
+          writeReport({ wh, exportDir: config.exportDir, worklistRows: config.reportWorklistRows, runId, logger, progress: p, modes: readerModes(config.fileMode) }),
+        );
+      }
+      throwIfAborted(ctx.signal);
       if (stages.includes('publish') && config.lake !== undefined) {
         const lake = config.lake;
         result.publish = await stage('publish', (p) =>
@@ -324,9 +338,9 @@ export async function runJob(command: string, stages: readonly Stage[], ctx: Job
       result.durationMs = Date.now() - started;
       await runLog.finish(runId, 'succeeded', counts(result), summary(result), undefined, stagesWithCounts());
       ctx.onRecorded?.(counts(result));
-      // The copy is refreshed when the warehouse's data changed. `export` or `publish` alone only reads
-      // (its etl.runs row reaches the copy with the next run); a copy costs more than an export.
-      if (wh.path !== ':memory:' && stages.some((s) => s !== 'export' && s !== 'publish')) {
+      // The copy is refreshed when the warehouse's data changed. `export`, `report` and `publish`
+      // alone only read (their etl.runs row reaches the copy with the next run); a copy costs more than an export.
+      if (wh.path !== ':memory:' && stages.some((s) => s !== 'export' && s !== 'report' && s !== 'publish')) {
         result.publishedCopy = await publishReadOnlyCopy(wh, runId, readerModes(config.fileMode));
       } else if (wh.path !== ':memory:') {
         await wh.checkpoint();
@@ -353,8 +367,12 @@ export async function runJob(command: string, stages: readonly Stage[], ctx: Job
       try {
         // An extract that stopped early returned no result: count what its batches committed.
         if (result.extract === undefined && stages.includes('extract')) committed = await committedEvents(wh, runId);
-        if (result.extract === undefined && result.stages.extract) result.stages.extract['events'] = committed;
-        const recorded = { ...counts(result), eventsLoaded: result.extract?.eventsLoaded ?? committed };
+        if (result.extract === undefined && result.stages.extract) Object.assign(result.stages.extract, { events: committed, pages: committedPages });
+        const recorded = {
+          ...counts(result),
+          eventsLoaded: result.extract?.eventsLoaded ?? committed,
+          pagesFetched: result.extract?.pages ?? committedPages,
+        };
         ctx.onRecorded?.(recorded);
         await runLog.finish(runId, status, recorded, summary(result), line, stagesWithCounts());
       } catch {

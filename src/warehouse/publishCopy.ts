@@ -6,9 +6,13 @@
  * next open sees the new one. Readers never touch the live file, so they never block the
  * nightly writer.
  *
+ * Where the file system can clone a file (XFS with reflink, btrfs, ZFS 2.2+, APFS), the copy is
+ * a clone: it shares the live file's blocks copy-on-write, so it costs metadata, not the size
+ * of the history; elsewhere (ext4, tmpfs) it is a byte copy (docs/performance.md "Published copy").
+ *
  * @module
  */
-import { copyFileSync, lstatSync, readdirSync, renameSync, rmSync } from 'node:fs';
+import { constants, copyFileSync, lstatSync, statSync, readdirSync, renameSync, rmSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { WarehouseError } from '../errors.js';
 import type { Warehouse } from './Warehouse.js';
@@ -48,12 +52,15 @@ export async function publishReadOnlyCopy(wh: Warehouse, runId: string, modes: R
     if (lstatSync(leftover, { throwIfNoEntry: false })?.isFile()) rmSync(leftover, { force: true });
   }
   try {
-    copyFileSync(wh.path, tmp);
+    const cloned = copyOrClone(wh.path, tmp);
     failpoint('publish.mid-copy');
     setReaderFileMode(tmp, modes);
     renameSync(tmp, target);
     ensureReaderDir(dirname(target), modes);
-    wh.logger.debug({ checkpointMs: Math.round(t1 - t0), copyMs: Math.round(performance.now() - t1) }, 'read-only copy published');
+    wh.logger.debug(
+      { checkpointMs: Math.round(t1 - t0), copyMs: Math.round(performance.now() - t1), bytes: statSync(target).size, cloned },
+      'read-only copy published',
+    );
   } catch (err) {
     rmSync(tmp, { force: true });
     throw new WarehouseError(`cannot publish the read-only copy ${target}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`, {
@@ -62,4 +69,24 @@ export async function publishReadOnlyCopy(wh: Warehouse, runId: string, modes: R
     });
   }
   return target;
+}
+
+/** Error codes of a file system (or a pair of them) that cannot clone a file. */
+const NO_CLONE = new Set(['ENOTSUP', 'EOPNOTSUPP', 'EXDEV', 'EINVAL', 'ENOSYS', 'ENOTTY']);
+
+/**
+ * Clone `from` to `to` where the file system can, else copy its bytes.
+ *
+ * @returns whether the copy is a clone
+ * @throws the copy's error (ENOSPC, EACCES, …), not a refused clone
+ */
+export function copyOrClone(from: string, to: string): boolean {
+  try {
+    copyFileSync(from, to, constants.COPYFILE_FICLONE_FORCE);
+    return true;
+  } catch (err) {
+    if (!NO_CLONE.has((err as NodeJS.ErrnoException).code ?? '')) throw err;
+  }
+  copyFileSync(from, to);
+  return false;
 }

@@ -185,6 +185,7 @@ describe('--file-mode', () => {
       expect(files.filter((f) => f.endsWith('.parquet')).length).toBeGreaterThan(3);
       for (const f of files) expect(mode(join(snap, f)), f).toBe('0640');
       expect(lstatSync(join(exportDir, 'manifest.json')).isSymbolicLink()).toBe(true);
+      expect(mode(join(exportDir, 'report.html'))).toBe('0640');
 
       // Back to the default: new files owner-only again; folders are never narrowed.
       const again = await runCli(['export'], envFor(api, db, { RECRUIT_ETL_EXPORT_DIR: exportDir, RECRUIT_ETL_LOG_LEVEL: 'warn' }));

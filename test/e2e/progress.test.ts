@@ -63,11 +63,13 @@ describe('progress and the run summary', () => {
     const s = summaries[0]!['summary'] as RunSummary;
     expect(s.status).toBe('succeeded');
     expect(s.command).toBe('run');
-    expect(Object.keys(s.stages)).toEqual(['extract', 'sites', 'transform', 'export']);
+    expect(Object.keys(s.stages)).toEqual(['extract', 'sites', 'transform', 'export', 'report']);
     expect(s.stages.extract!.durationMs).toBeGreaterThan(0);
     expect(s.stages.extract!['events']).toBeGreaterThan(0);
     expect(s.stages.transform!['models']).toBeGreaterThan(10);
     expect(s.stages.export!['files']).toBeGreaterThan(3);
+    expect(s.stages.report!['trials']).toBe(2);
+    expect(s.stages.report!['bytes']).toBeGreaterThan(10_000);
     expect(s.dqSource).toBe('this run');
     expect(s.dq).not.toBeNull();
     expect(s.quarantined).toBe(1); // the simulator's lone surrogate

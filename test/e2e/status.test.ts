@@ -63,7 +63,7 @@ describe('recruit-etl status', () => {
       'command', 'durationSeconds', 'error', 'eventsLoaded', 'filesExported', 'finishedAt', 'modelsBuilt', 'pagesFetched', 'runId', 'sitesLoaded', 'stages', 'startedAt', 'status',
     ]);
     expect(run.durationSeconds).toBeGreaterThan(0);
-    expect(Object.keys(run.stages!)).toEqual(['extract', 'sites', 'transform', 'export']);
+    expect(Object.keys(run.stages!)).toEqual(['extract', 'sites', 'transform', 'export', 'report']);
     expect(run.stages!['extract']!.durationMs).toBeGreaterThan(0);
     expect(run.eventsLoaded).toBe(s.streams[0]!.events);
 

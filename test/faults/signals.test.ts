@@ -53,6 +53,7 @@ describe.each([
     expect(n).toBeGreaterThanOrEqual(30); // pages 1-3 at least were committed before page 5 was asked for
     expect(n).toBeLessThan(expected.length);
     expect(n % 10).toBe(0); // whole pages only
+    expect(state.runs[0]!.pagesFetched).toBe(n / 10); // the pages committed, not 0
     expectPrefix(state, expected, n, api.truth.events);
 
     api.faults.clear();

@@ -70,7 +70,7 @@ export interface DbState {
   ids: string[];
   positions: number[];
   streams: Array<{ streamId: string; status: string; nextPage: string | null; hasNextPage: boolean | null; eventCount: number }>;
-  runs: Array<{ runId: string; command: string; status: string; error: string | null; eventsLoaded: number }>;
+  runs: Array<{ runId: string; command: string; status: string; error: string | null; eventsLoaded: number; pagesFetched: number }>;
 }
 
 /** Reads raw.events, etl.streams and etl.runs (read-only open; the file must not be locked). */
@@ -83,8 +83,8 @@ export async function readDb(db: string): Promise<DbState> {
     const streams = await wh.all<{ stream_id: string; status: string; next_page: string | null; has_next_page: boolean | null; event_count: bigint }>(
       'select stream_id, status, next_page, has_next_page, event_count from etl.streams order by created_at',
     );
-    const runs = await wh.all<{ run_id: string; command: string; status: string; error: string | null; events_loaded: bigint }>(
-      'select run_id, command, status, error, events_loaded from etl.runs order by started_at, run_id',
+    const runs = await wh.all<{ run_id: string; command: string; status: string; error: string | null; events_loaded: bigint; pages_fetched: bigint }>(
+      'select run_id, command, status, error, events_loaded, pages_fetched from etl.runs order by started_at, run_id',
     );
     return {
       ids: rows.map((r) => r.id),
@@ -96,7 +96,7 @@ export async function readDb(db: string): Promise<DbState> {
         hasNextPage: s.has_next_page,
         eventCount: Number(s.event_count),
       })),
-      runs: runs.map((r) => ({ runId: r.run_id, command: r.command, status: r.status, error: r.error, eventsLoaded: Number(r.events_loaded) })),
+      runs: runs.map((r) => ({ runId: r.run_id, command: r.command, status: r.status, error: r.error, eventsLoaded: Number(r.events_loaded), pagesFetched: Number(r.pages_fetched) })),
     };
   } finally {
     await wh.close();

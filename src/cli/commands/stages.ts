@@ -1,5 +1,5 @@
 /**
- * The pipeline commands: `run`, `extract`, `sites`, `transform`, `export`
+ * The pipeline commands: `run`, `extract`, `sites`, `transform`, `export`, `report`
  * (docs/contracts.md "Commands"). Parsing only; the work is `runJob`.
  *
  * @module
@@ -21,8 +21,8 @@ interface StageCommand {
 const COMMANDS: StageCommand[] = [
   {
     name: 'run',
-    describe: 'the nightly job: extract → sites → transform → export → publish (sites only when --microsite-id is set, publish only when --lake is)',
-    stages: ['extract', 'sites', 'transform', 'export', 'publish'],
+    describe: 'the nightly job: extract → sites → transform → export → report → publish (sites only when --microsite-id is set, publish only when --lake is)',
+    stages: ['extract', 'sites', 'transform', 'export', 'report', 'publish'],
     needs: ['events'],
   },
   {
@@ -47,6 +47,12 @@ const COMMANDS: StageCommand[] = [
     name: 'export',
     describe: 'write the marts, dimensions and dq_ results as Parquet with manifest.json',
     stages: ['export'],
+    needs: [],
+  },
+  {
+    name: 'report',
+    describe: 'write <export-dir>/report.html: the funnel, site activity, worklist and data quality per trial, from the marts',
+    stages: ['report'],
     needs: [],
   },
   {

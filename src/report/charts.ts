@@ -1,0 +1,122 @@
+/**
+ * The report's charts: Vega-Lite specifications compiled to Vega and rendered to static SVG
+ * in Node by `vega` (a headless `View`, renderer `none`, `view.toSVG()`), never hand-written
+ * SVG. Expressions are evaluated by `vega-interpreter` (parse with `ast: true`), so no
+ * `new Function` is called. Vega escapes every text it writes into the SVG (labels, titles,
+ * legends), so data values from upstream cannot inject markup.
+ *
+ * @module
+ */
+import { parse, View } from 'vega';
+import { compile, type TopLevelSpec } from 'vega-lite';
+import { expressionInterpreter } from 'vega-interpreter';
+
+/** One data row of a chart: plain values only. */
+export type ChartRow = Record<string, string | number | boolean | null>;
+
+const CONFIG = {
+  font: 'sans-serif',
+  view: { stroke: null },
+  axis: { labelFontSize: 11, titleFontSize: 11, labelLimit: 180 },
+  legend: { labelFontSize: 11, titleFontSize: 11, labelLimit: 480 },
+} as const;
+
+let chartSeq = 0;
+
+/**
+ * Render a Vega-Lite spec to an SVG string.
+ *
+ * Ids the SVG defines (clip paths, gradients) are made unique per chart, since many charts
+ * share one HTML document and an id must name one element.
+ *
+ * @throws Error when Vega-Lite or Vega rejects the spec (a bug in the report)
+ */
+export async function renderSvg(spec: TopLevelSpec): Promise<string> {
+  const vegaSpec = compile({ ...spec, config: { ...CONFIG, ...(spec.config ?? {}) } } as TopLevelSpec).spec;
+  const view = new View(parse(vegaSpec, undefined, { ast: true }), { renderer: 'none', expr: expressionInterpreter });
+  try {
+    const svg = await view.toSVG();
+    const prefix = `c${++chartSeq}-`;
+    return svg.replace(/\bid="([^"]+)"/g, `id="${prefix}$1"`).replace(/url\(#([^)]+)\)/g, `url(#${prefix}$1)`);
+  } finally {
+    view.finalize();
+  }
+}
+
+/** Horizontal bars of the funnel: one per stage, in order, with the count as a label. */
+export function funnelSpec(rows: { label: string; count: number }[]): TopLevelSpec {
+  return {
+    width: 420,
+    height: { step: 26 },
+    data: { values: rows },
+    encoding: {
+      y: { field: 'label', type: 'nominal', sort: null, title: null },
+      x: { field: 'count', type: 'quantitative', title: 'patients' },
+    },
+    layer: [
+      { mark: { type: 'bar', color: '#3b6ea5' } },
+      { mark: { type: 'text', align: 'left', dx: 4 }, encoding: { text: { field: 'count', type: 'quantitative' } } },
+    ],
+  };
+}
+
+/**
+ * Weekly counts per site: one line per site (`series`), a triangle on the week that is not
+ * complete (the week of `as_of_at`).
+ */
+export function weeklySpec(rows: ChartRow[], field: string, title: string): TopLevelSpec {
+  return {
+    width: 560,
+    height: 180,
+    title: { text: title, anchor: 'start', fontSize: 12 },
+    data: { values: rows },
+    encoding: {
+      x: { field: 'week', type: 'temporal', timeUnit: 'utcyearmonthdate', title: 'ISO week (Monday, UTC)', axis: { format: '%d %b' } },
+      y: { field, type: 'quantitative', title: null },
+      color: { field: 'series', type: 'nominal', title: 'site', scale: { scheme: 'tableau10' } },
+    },
+    layer: [
+      { mark: { type: 'line' } },
+      {
+        mark: { type: 'point', filled: true, size: 36 },
+        encoding: { shape: { field: 'partial', type: 'nominal', title: 'week', scale: { domain: ['complete', 'partial (as of)'], range: ['circle', 'triangle-up'] } } },
+      },
+    ],
+  };
+}
+
+/** Cumulative shares (0–1) at a few thresholds, one bar each, with the percentage as a label. */
+export function sharesSpec(rows: { label: string; share: number }[], title: string): TopLevelSpec {
+  return {
+    width: 260,
+    height: { step: 24 },
+    title: { text: title, anchor: 'start', fontSize: 12 },
+    data: { values: rows },
+    encoding: {
+      y: { field: 'label', type: 'nominal', sort: null, title: null },
+      x: { field: 'share', type: 'quantitative', title: 'share of referrals', scale: { domain: [0, 1] }, axis: { format: '.0%' } },
+    },
+    layer: [
+      { mark: { type: 'bar', color: '#4f8f6f' } },
+      { mark: { type: 'text', align: 'left', dx: 4 }, encoding: { text: { field: 'share', type: 'quantitative', format: '.0%' } } },
+    ],
+  };
+}
+
+/** Per referral week × site: the median as a point and a rule up to the P90 (the mart's per-row values). */
+export function medianP90Spec(rows: ChartRow[], unit: string, title: string): TopLevelSpec {
+  return {
+    width: 560,
+    height: 180,
+    title: { text: title, anchor: 'start', fontSize: 12 },
+    data: { values: rows },
+    encoding: {
+      x: { field: 'week', type: 'temporal', timeUnit: 'utcyearmonthdate', title: 'referral week (Monday, UTC)', axis: { format: '%d %b' } },
+      color: { field: 'series', type: 'nominal', title: 'site', scale: { scheme: 'tableau10' } },
+    },
+    layer: [
+      { mark: { type: 'rule', opacity: 0.5 }, encoding: { y: { field: 'median', type: 'quantitative', title: unit }, y2: { field: 'p90' } } },
+      { mark: { type: 'point', filled: true }, encoding: { y: { field: 'median', type: 'quantitative', title: unit } } },
+    ],
+  };
+}
