@@ -2,25 +2,30 @@
  * Warehouses built for tests that read the marts: raw events inserted straight into
  * `raw.events` (one stream) and transformed by the job's own runner.
  */
-import { startMockApi, type MockApiOptions } from '../../src/simulator/index.js';
+import { startMockApi, type GroundTruth, type MockApiOptions } from '../../src/simulator/index.js';
 import { runTransform } from '../../src/transform/runTransform.js';
 import { Warehouse } from '../../src/warehouse/Warehouse.js';
 import { insertRawEventsSql, type Ev, type RawEventRow } from '../integration/models/fixture.js';
+
+/** A simulator's ground truth as raw.events rows of one stream, `sim`, in stream order. */
+export function truthRows(truth: GroundTruth): RawEventRow[] {
+  return truth.events.map((e, i) => ({
+    stream_id: 'sim',
+    stream_position: i + 1,
+    event_id: e.id,
+    event_type: e.eventType,
+    published_time: e.publishedTime,
+    message: (e.envelope['message'] ?? null) as Record<string, unknown> | null,
+    typeKey: e.typeKey,
+    extracted_at: '2026-06-01T00:00:00.000Z',
+  }));
+}
 
 /** The simulator's generated stream as raw.events rows of one stream (no HTTP). */
 export async function simulatorRows(options: MockApiOptions = {}): Promise<RawEventRow[]> {
   const api = await startMockApi({ port: 0, ...options });
   try {
-    return api.truth.events.map((e, i) => ({
-      stream_id: 'sim',
-      stream_position: i + 1,
-      event_id: e.id,
-      event_type: e.eventType,
-      published_time: e.publishedTime,
-      message: (e.envelope['message'] ?? null) as Record<string, unknown> | null,
-      typeKey: e.typeKey,
-      extracted_at: '2026-06-01T00:00:00.000Z',
-    }));
+    return truthRows(api.truth);
   } finally {
     await api.close();
   }

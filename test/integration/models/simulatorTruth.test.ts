@@ -4,25 +4,13 @@
  * attempt by attempt with what the simulator knows it generated (src/simulator/truth.ts).
  */
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { startMockApi, type GroundTruth, type MockApi } from '../../../src/simulator/index.js';
+import { startMockApi, type MockApi } from '../../../src/simulator/index.js';
 import { runTransform, type TransformResult } from '../../../src/transform/runTransform.js';
 import { Warehouse } from '../../../src/warehouse/Warehouse.js';
-import { insertRawEventsSql, type RawEventRow } from './fixture.js';
+import { insertRawEventsSql } from './fixture.js';
+import { truthRows } from '../../helpers/warehouses.js';
 
 const ISO = `'%Y-%m-%dT%H:%M:%S.%gZ'`;
-
-function rawRows(truth: GroundTruth): RawEventRow[] {
-  return truth.events.map((e, i) => ({
-    stream_id: 'sim',
-    stream_position: i + 1,
-    event_id: e.id,
-    event_type: e.eventType,
-    published_time: e.publishedTime,
-    message: (e.envelope['message'] ?? null) as Record<string, unknown> | null,
-    typeKey: e.typeKey,
-    extracted_at: '2026-06-01T00:00:00.000Z',
-  }));
-}
 
 describe('models against the simulator ground truth', () => {
   let api: MockApi;
@@ -33,7 +21,7 @@ describe('models against the simulator ground truth', () => {
     api = await startMockApi({ seed: 7, trials: 2, sitesPerTrial: 4, patientsPerTrial: 120 });
     wh = await Warehouse.open(':memory:', { threads: 2 });
     await wh.migrate();
-    const rows = rawRows(api.truth);
+    const rows = truthRows(api.truth);
     for (let i = 0; i < rows.length; i += 500) await wh.run(insertRawEventsSql(rows.slice(i, i + 500)));
     result = await runTransform(wh);
   });
