@@ -360,7 +360,7 @@ async function nightly(): Promise<Record<string, unknown>> {
     const second = await measureRun(['run']);
     const full = await measureRun(['transform', '--full-refresh']);
     const scanMs = await typedScan(db);
-    const stages = ['extract', 'transform', 'export'];
+    const stages = ['extract', 'transform', 'export', 'report'];
     const other = (r: RunFigures) => r.ms - stages.reduce((a, k) => a + (r.stageMs[k] ?? 0), 0);
     console.log('');
     console.log(`${'nightly'.padEnd(40)} ${'first run'.padStart(10)} ${'night run'.padStart(10)} ${'ratio'.padStart(7)}`);
