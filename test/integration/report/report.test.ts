@@ -4,7 +4,7 @@
  * whose trial ids, site ids, site names and values are markup. Numbers on the page must be
  * the marts' numbers; text from the data must be escaped; the page must load nothing.
  */
-import { existsSync, readdirSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { ReportError } from '../../../src/errors.js';
@@ -15,6 +15,7 @@ import { resolveConfig } from '../../../src/config/config.js';
 import { Warehouse } from '../../../src/warehouse/Warehouse.js';
 import { tempDir } from '../../helpers/tmp.js';
 import { builtWarehouse, fixtureRows, simulatorRows } from '../../helpers/warehouses.js';
+import type { RawEventRow } from '../models/fixture.js';
 import { ack, attempt, created, type Ev } from '../models/fixture.js';
 import { HOSTILE_EVENTS, HOSTILE_NAME, HOSTILE_SITE, HOSTILE_TRIAL, hostileSiteNames } from './hostile.js';
 
@@ -44,6 +45,25 @@ function expectSelfContained(page: string): void {
   // Every link is an anchor of the page; the only absolute URLs are SVG namespaces.
   for (const m of page.matchAll(/\shref="([^"]*)"/g)) expect(m[1]).toMatch(/^#/);
   for (const m of page.matchAll(/https?:\/\/[^\s"')<]+/g)) expect(m[0]).toMatch(/^http:\/\/www\.w3\.org\//);
+}
+
+/**
+ * A report written for the warehouse built from `rows` (in memory), for one `describe`:
+ * `wh` and `page` are set by its `beforeAll`, closed and removed by its `afterAll`.
+ */
+function reportOn(rows: () => Promise<RawEventRow[]> | RawEventRow[], worklistRows: number, siteNames?: (dir: string) => string): { wh: Warehouse; page: string } {
+  const tmp = tempDir('recruit-etl-report-');
+  const state = {} as { wh: Warehouse; page: string };
+  beforeAll(async () => {
+    state.wh = await builtWarehouse(':memory:', await rows(), siteNames?.(tmp.dir));
+    const r = await writeReport({ wh: state.wh, exportDir: tmp.dir, worklistRows });
+    state.page = readFileSync(r.path, 'utf8');
+  }, 60_000);
+  afterAll(async () => {
+    await state.wh?.close();
+    tmp.cleanup();
+  });
+  return state;
 }
 
 describe('report on a demo-like warehouse', () => {
@@ -188,22 +208,10 @@ const COHORT_EVENTS: Ev[] = [
 ];
 
 describe('report: right-censored cohorts are marked', () => {
-  const tmp = tempDir('recruit-etl-report-');
-  let wh: Warehouse;
-  let page: string;
-
-  beforeAll(async () => {
-    wh = await builtWarehouse(':memory:', fixtureRows(COHORT_EVENTS));
-    const r = await writeReport({ wh, exportDir: tmp.dir, worklistRows: 10 });
-    page = (await import('node:fs')).readFileSync(r.path, 'utf8');
-  }, 60_000);
-  afterAll(async () => {
-    await wh?.close();
-    tmp.cleanup();
-  });
+  const built = reportOn(() => fixtureRows(COHORT_EVENTS), 10);
 
   test("a week is marked exactly when the mart withholds one of its windowed measures", async () => {
-    const weeks = await wh.all<{ week: string; censored: boolean; e60: bigint | null }>(
+    const weeks = await built.wh.all<{ week: string; censored: boolean; e60: bigint | null }>(
       `select strftime(referral_week, '%Y-%m-%d') as week, sum(enrolled_within_60d_denominator) as e60,
          bool_or(acknowledged_within_72h_denominator is null or attempted_by_day_3_denominator is null
            or screening_within_30d_denominator is null or enrolled_within_60d_denominator is null) as censored
@@ -214,7 +222,7 @@ describe('report: right-censored cohorts are marked', () => {
       ['2024-02-19', true],
       ['2024-03-18', true],
     ]);
-    const section = trialSection(page, 'T9');
+    const section = trialSection(built.page, 'T9');
     for (const w of weeks) {
       if (w.censored) {
         expect(section).toMatch(new RegExp(`<tr data-week="${w.week}" class="censored" data-censored="true">\\s*<td>${w.week} <span class="tag">window not complete</span>`));
@@ -224,32 +232,20 @@ describe('report: right-censored cohorts are marked', () => {
     }
     // the withheld cells, and only those, say so
     expect([...section.matchAll(/<td class="n censored" data-censored="true"/g)].length).toBe(
-      Number((await wh.one<{ n: bigint }>(`select count(*) filter (where a72 is null) + count(*) filter (where b3 is null) + count(*) filter (where s30 is null) + count(*) filter (where e60 is null) as n
+      Number((await built.wh.one<{ n: bigint }>(`select count(*) filter (where a72 is null) + count(*) filter (where b3 is null) + count(*) filter (where s30 is null) + count(*) filter (where e60 is null) as n
         from (select referral_week, sum(acknowledged_within_72h_denominator) as a72, sum(attempted_by_day_3_denominator) as b3,
           sum(screening_within_30d_denominator) as s30, sum(enrolled_within_60d_denominator) as e60 from main.mart_recruitment_funnel group by 1)`))!.n),
     );
     expect(section).toContain('2 of 3 weeks');
-    expectSelfContained(page);
+    expectSelfContained(built.page);
   });
 });
 
 describe('report: text from the data is escaped', () => {
-  const tmp = tempDir('recruit-etl-report-');
-  let wh: Warehouse;
-  let page: string;
-
-  beforeAll(async () => {
-    wh = await builtWarehouse(':memory:', fixtureRows(HOSTILE_EVENTS), hostileSiteNames(tmp.dir));
-    const r = await writeReport({ wh, exportDir: tmp.dir, worklistRows: 10 });
-    page = (await import('node:fs')).readFileSync(r.path, 'utf8');
-  }, 60_000);
-  afterAll(async () => {
-    await wh?.close();
-    tmp.cleanup();
-  });
+  const built = reportOn(() => fixtureRows(HOSTILE_EVENTS), 10, hostileSiteNames);
 
   test('the marts hold the markup as sent', async () => {
-    const sites = await wh.all<{ site_id: string; site_name: string }>('select site_id, site_name from main.mart_open_referrals order by site_id');
+    const sites = await built.wh.all<{ site_id: string; site_name: string }>('select site_id, site_name from main.mart_open_referrals order by site_id');
     expect(sites).toEqual([
       { site_id: HOSTILE_SITE, site_name: HOSTILE_NAME },
       { site_id: 'S-2', site_name: HOSTILE_TRIAL },
@@ -257,51 +253,39 @@ describe('report: text from the data is escaped', () => {
   });
 
   test('no element, attribute or script comes from the data; every value appears escaped', () => {
-    expectSelfContained(page);
-    expect(page).not.toMatch(/<img|<b onmouseover|<i>|<svg onload|onerror=alert\(1\)>|<\/title><script/i);
-    expect(page).toContain('data-trial="&quot;&gt;&lt;img src=x onerror=alert(1)&gt;"');
-    expect(page).toContain('<h2>Trial &quot;&gt;&lt;img src=x onerror=alert(1)&gt;</h2>');
-    expect(page).toContain('&lt;/title&gt;&lt;script&gt;alert(&quot;name&quot;)&lt;/script&gt;');
-    expect(page).toContain('&lt;script&gt;alert(1)&lt;/script&gt;');
-    expect(page).toContain('<code>&lt;script&gt;type&lt;/script&gt;</code>');
-    expect(page).toContain('&lt;svg onload=alert(3)&gt;');
-    expect(page).toContain('&lt;i&gt;odd&lt;/i&gt;');
+    expectSelfContained(built.page);
+    expect(built.page).not.toMatch(/<img|<b onmouseover|<i>|<svg onload|onerror=alert\(1\)>|<\/title><script/i);
+    expect(built.page).toContain('data-trial="&quot;&gt;&lt;img src=x onerror=alert(1)&gt;"');
+    expect(built.page).toContain('<h2>Trial &quot;&gt;&lt;img src=x onerror=alert(1)&gt;</h2>');
+    expect(built.page).toContain('&lt;/title&gt;&lt;script&gt;alert(&quot;name&quot;)&lt;/script&gt;');
+    expect(built.page).toContain('&lt;script&gt;alert(1)&lt;/script&gt;');
+    expect(built.page).toContain('<code>&lt;script&gt;type&lt;/script&gt;</code>');
+    expect(built.page).toContain('&lt;svg onload=alert(3)&gt;');
+    expect(built.page).toContain('&lt;i&gt;odd&lt;/i&gt;');
     // Only the page's own <svg> elements, each a chart drawn by Vega.
-    const svgs = [...page.matchAll(/<svg\b[^>]*>/g)].map((m) => m[0]);
+    const svgs = [...built.page.matchAll(/<svg\b[^>]*>/g)].map((m) => m[0]);
     expect(svgs.length).toBeGreaterThan(0);
     for (const s of svgs) expect(s).toMatch(/^<svg xmlns="http:\/\/www\.w3\.org\/2000\/svg" xmlns:xlink="http:\/\/www\.w3\.org\/1999\/xlink" version="1\.1" class="marks"/);
   });
 });
 
 describe('report: many sites', () => {
-  const tmp = tempDir('recruit-etl-report-');
-  let wh: Warehouse;
-  let page: string;
-
-  beforeAll(async () => {
-    wh = await builtWarehouse(':memory:', await simulatorRows({ seed: 3, trials: 1, sitesPerTrial: 12, patientsPerTrial: 120 }));
-    const r = await writeReport({ wh, exportDir: tmp.dir, worklistRows: 1 });
-    page = (await import('node:fs')).readFileSync(r.path, 'utf8');
-  }, 60_000);
-  afterAll(async () => {
-    await wh?.close();
-    tmp.cleanup();
-  });
+  const built = reportOn(() => simulatorRows({ seed: 3, trials: 1, sitesPerTrial: 12, patientsPerTrial: 120 }), 1);
 
   test('charts draw the 9 busiest sites and "other sites"; the tables list every site', async () => {
-    const sites = await wh.all<{ site_id: string; site_name: string | null; n: bigint }>(
+    const sites = await built.wh.all<{ site_id: string; site_name: string | null; n: bigint }>(
       'select site_id, any_value(site_name) as site_name, sum(referrals_received) as n from main.mart_site_activity group by 1 order by n desc, site_id',
     );
     expect(sites.length).toBe(12);
-    const weekly = /data-chart="weekly-referrals">(<svg[\s\S]*?<\/svg>)/.exec(page)![1]!;
+    const weekly = /data-chart="weekly-referrals">(<svg[\s\S]*?<\/svg>)/.exec(built.page)![1]!;
     const legend = /aria-label="Symbol legend titled 'site'[^"]*with (\d+) values/.exec(weekly)!;
     expect(Number(legend[1])).toBe(10);
     const texts = new Set([...weekly.matchAll(/<text[^>]*>([^<]*)<\/text>/g)].map((m) => m[1]!));
     expect(texts.has('other sites')).toBe(true);
     for (const s of sites.slice(0, 9)) expect(texts.has(s.site_name ?? s.site_id), s.site_id).toBe(true);
     for (const s of sites.slice(9)) expect(texts.has(s.site_name ?? s.site_id), s.site_id).toBe(false);
-    const sitesTable = /<table class="sites">[\s\S]*?<\/table>/.exec(page)![0];
+    const sitesTable = /<table class="sites">[\s\S]*?<\/table>/.exec(built.page)![0];
     expect([...sitesTable.matchAll(/<tr data-site="/g)].length).toBe(12);
-    expect([...page.matchAll(/<h4 data-site="/g)].length).toBe(await wh.one<{ n: bigint }>('select count(distinct site_id) as n from main.mart_open_referrals').then((r) => Number(r!.n)));
+    expect([...built.page.matchAll(/<h4 data-site="/g)].length).toBe(await built.wh.one<{ n: bigint }>('select count(distinct site_id) as n from main.mart_open_referrals').then((r) => Number(r!.n)));
   });
 });
