@@ -60,6 +60,14 @@ export function funnelSpec(rows: { label: string; count: number }[]): TopLevelSp
   };
 }
 
+/** The x and color channels of a chart of weeks × sites (rows of {@link ChartRow}). */
+function weekBySite(weekTitle: string) {
+  return {
+    x: { field: 'week', type: 'temporal', timeUnit: 'utcyearmonthdate', title: weekTitle, axis: { format: '%d %b' } },
+    color: { field: 'series', type: 'nominal', title: 'site', scale: { scheme: 'tableau10' } },
+  } as const;
+}
+
 /**
  * Weekly counts per site: one line per site (`series`), a triangle on the week that is not
  * complete (the week of `as_of_at`).
@@ -71,9 +79,8 @@ export function weeklySpec(rows: ChartRow[], field: string, title: string): TopL
     title: { text: title, anchor: 'start', fontSize: 12 },
     data: { values: rows },
     encoding: {
-      x: { field: 'week', type: 'temporal', timeUnit: 'utcyearmonthdate', title: 'ISO week (Monday, UTC)', axis: { format: '%d %b' } },
+      ...weekBySite('ISO week (Monday, UTC)'),
       y: { field, type: 'quantitative', title: null },
-      color: { field: 'series', type: 'nominal', title: 'site', scale: { scheme: 'tableau10' } },
     },
     layer: [
       { mark: { type: 'line' } },
@@ -111,8 +118,7 @@ export function medianP90Spec(rows: ChartRow[], unit: string, title: string): To
     title: { text: title, anchor: 'start', fontSize: 12 },
     data: { values: rows },
     encoding: {
-      x: { field: 'week', type: 'temporal', timeUnit: 'utcyearmonthdate', title: 'referral week (Monday, UTC)', axis: { format: '%d %b' } },
-      color: { field: 'series', type: 'nominal', title: 'site', scale: { scheme: 'tableau10' } },
+      ...weekBySite('referral week (Monday, UTC)'),
     },
     layer: [
       { mark: { type: 'rule', opacity: 0.5 }, encoding: { y: { field: 'median', type: 'quantitative', title: unit }, y2: { field: 'p90' } } },
