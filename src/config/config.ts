@@ -136,7 +136,7 @@ export const ConfigSchema = z.object({
     group: GENERAL,
   }),
   /** Mode of every file written for readers, and the matching folder mode (src/fs/readerFiles.ts). */
-  fileMode: option(fileMode.describe('mode of the files written for readers (published copy, exports, manifest, metrics); folders get the matching mode (0640 → 0750); the live database stays 0600'), {
+  fileMode: option(fileMode.describe('mode of the files written for readers (published copy, exports, manifest, report, metrics); folders get the matching mode (0640 → 0750); the live database stays 0600'), {
     commands: PIPELINE,
     group: GENERAL,
   }),
