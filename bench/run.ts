@@ -26,7 +26,8 @@
  * BENCH_NODE_OPTIONS and BENCH_MALLOC_ARENA_MAX (the extract's NODE_OPTIONS, MALLOC_ARENA_MAX),
  * BENCH_TRACE=1 prints each child's RSS over time, BENCH_KEEP=1 keeps the work folder,
  * BENCH_SCENARIOS (`ingest,nightly`: steps 1–5, step 6), BENCH_NIGHT_SHARE (0.01), BENCH_WORK
- * (the folder the warehouses are written in; default bench/.work).
+ * (the folder the warehouses are written in; default bench/.work), BENCH_TAG (a suffix of the
+ * results' file names, e.g. `xfs`: a second run on the same day keeps the first one's file).
  *
  * @module
  */
@@ -62,6 +63,8 @@ function median<T extends { ms: number }>(samples: readonly T[]): T {
 }
 const CLI = join(PACKAGE_ROOT, 'dist', 'cli.js');
 /** The work folder (BENCH_WORK; default bench/.work): put it on another file system to compare (a published copy is a clone where the file system can clone). */
+/** `-<BENCH_TAG>` (letters, digits, `.`, `_`, `-`), appended to the results' file names; empty without it. */
+const TAG = ((t) => (t === '' ? '' : `-${t}`))((process.env['BENCH_TAG'] ?? '').replace(/[^A-Za-z0-9._-]/g, ''));
 const WORK = process.env['BENCH_WORK'] ? join(process.env['BENCH_WORK'], 'recruit-etl-bench') : join(PACKAGE_ROOT, 'bench', '.work');
 
 interface Sim {
@@ -398,7 +401,7 @@ async function main(): Promise<void> {
     const figures = await nightly();
     const resultsDir = join(PACKAGE_ROOT, 'bench', 'results');
     mkdirSync(resultsDir, { recursive: true });
-    const file = join(resultsDir, `${new Date().toISOString().slice(0, 10)}-nightly${N === 1_000_000 ? '' : `-${N}`}.json`);
+    const file = join(resultsDir, `${new Date().toISOString().slice(0, 10)}-nightly${N === 1_000_000 ? '' : `-${N}`}${TAG}.json`);
     writeFileSync(file, `${JSON.stringify({ date: new Date().toISOString(), node: process.version, ...figures }, null, 2)}\n`);
     console.log(`\nbench: nightly figures written to ${file}`);
   }
@@ -466,7 +469,7 @@ async function main(): Promise<void> {
     const date = new Date().toISOString().slice(0, 10);
     const resultsDir = join(PACKAGE_ROOT, 'bench', 'results');
     mkdirSync(resultsDir, { recursive: true });
-    const file = join(resultsDir, `${date}${N === 1_000_000 ? '' : `-${N}`}.json`);
+    const file = join(resultsDir, `${date}${N === 1_000_000 ? '' : `-${N}`}${TAG}.json`);
     writeFileSync(
       file,
       `${JSON.stringify(
