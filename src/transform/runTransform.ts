@@ -146,21 +146,9 @@ export async function runTransform(wh: Warehouse, options: TransformOptions = {}
     ordered = ordered.filter((m) => wanted.has(m.name));
   }
 
-  // Models are sets: no model promises a row order (readers sort), so DuckDB need not keep
-  // the insertion order in its CREATE TABLE AS; that spares memory and a merge in parallel
-  // writes. The session's own setting is restored afterwards (a `run` goes on to export).
-  const preserveOrder = await wh.one<{ v: boolean | string }>(`select current_setting('preserve_insertion_order') as v`);
-  await wh.run('set preserve_insertion_order = false');
-  const restoreSettings = async (): Promise<void> => {
-    // Best effort: a failure here must not hide the transform's own error.
-    await wh
-      .run(`set preserve_insertion_order = ${String(preserveOrder?.v ?? true) === 'false' ? 'false' : 'true'}`)
-      .catch(() => undefined);
-  };
-
   const modelsHash = hashModels(compiled, seedSpecs.map((spec) => spec.path));
 
-  const result = await wh.transaction(async () => {
+  const result = await wh.withSettings(TRANSFORM_SETTINGS, () => wh.transaction(async () => {
     await wh.run(`create schema if not exists ${quoteIdent(schema)}`);
     const existing = new Map(
       (
@@ -251,7 +239,7 @@ export async function runTransform(wh: Warehouse, options: TransformOptions = {}
       dq = rows.map((r) => ({ check: r.check_name, count: Number(r.issue_count) }));
     }
     return { seeds, models, dq, mode, newDeliveries, ...(decided.reason ? { fullReason: decided.reason } : {}) };
-  }).finally(restoreSettings);
+  }));
 
   const ms = Math.round(performance.now() - started);
   logger.info(
@@ -260,6 +248,13 @@ export async function runTransform(wh: Warehouse, options: TransformOptions = {}
   );
   return { ...result, ms };
 }
+
+/**
+ * DuckDB settings of the transform (docs/performance.md "Settings"): models are sets, no
+ * model promises a row order (readers sort), so DuckDB need not keep the insertion order in
+ * its `CREATE TABLE AS`; that spares memory and a merge in parallel writes.
+ */
+export const TRANSFORM_SETTINGS: Readonly<Record<string, string>> = Object.freeze({ preserve_insertion_order: 'false' });
 
 /** The model whose table gives each stream's rank in staging's delivery order (docs/incremental.md). */
 const STREAM_RANKS_MODEL = 'stg_streams';

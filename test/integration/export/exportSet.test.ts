@@ -127,6 +127,8 @@ describe('exportParquet: the export set is atomic', () => {
     expect(readManifest().files.find((f) => f.model === 'dq_summary')).toMatchObject({ file: 'dq_summary.parquet', rows: 3, columns: [{ name: 'run', type: 'VARCHAR' }, { name: 'i', type: 'BIGINT' }] });
     expect(readdirSync(dir).filter((f) => f.endsWith('.parquet')).sort()).toEqual(want);
     expect(await readStable()).toMatchObject({ 'dq_summary.parquet': { runs: ['run-1'], rows: 3 } });
+    // The export writes without keeping row order (EXPORT_SETTINGS) and puts the session's setting back.
+    expect(await wh.one(`select current_setting('preserve_insertion_order') as v`)).toEqual({ v: true });
   });
 
   test('a failure mid-export leaves the previous set whole at every stable path, and the half-written snapshot is removed', async () => {
@@ -141,6 +143,7 @@ describe('exportParquet: the export set is atomic', () => {
     const err = await exportParquet({ wh, exportDir: dir, runId: 'run-2' }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ExportError);
     expect((err as ExportError).message).toMatch(/fct_m_broken.*injected failure/);
+    expect(await wh.one(`select current_setting('preserve_insertion_order') as v`)).toEqual({ v: true });
 
     expect(readlinkSync(join(dir, 'current'))).toBe('snapshots/run-1');
     expect(await readStable()).toEqual(before);

@@ -50,10 +50,12 @@ describe('runTransform', () => {
   test("leaves the session's preserve_insertion_order as it found it, after success and after failure", async () => {
     await runTransform(wh);
     expect(await wh.one(`select current_setting('preserve_insertion_order') as v`)).toEqual({ v: true });
-    await wh.run('set preserve_insertion_order = false');
-    await runTransform(wh);
-    expect(await wh.one(`select current_setting('preserve_insertion_order') as v`)).toEqual({ v: false });
-    await wh.run('set preserve_insertion_order = true');
+    // Under a setting an enclosing stage put (Warehouse.withSettings), the transform puts that one back.
+    const inside = await wh.withSettings({ preserve_insertion_order: 'true' }, async () => {
+      await runTransform(wh);
+      return wh.one(`select current_setting('preserve_insertion_order') as v`);
+    });
+    expect(inside).toEqual({ v: true });
     const broken = modelsDir({ 'zz_broken.sql': 'select no_such_column from main.seed_event_types' });
     await expect(runTransform(wh, { modelsDir: broken })).rejects.toThrow(TransformError);
     expect(await wh.one(`select current_setting('preserve_insertion_order') as v`)).toEqual({ v: true });
