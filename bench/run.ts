@@ -62,9 +62,9 @@ function median<T extends { ms: number }>(samples: readonly T[]): T {
   return sorted[Math.floor(sorted.length / 2)]!;
 }
 const CLI = join(PACKAGE_ROOT, 'dist', 'cli.js');
-/** The work folder (BENCH_WORK; default bench/.work): put it on another file system to compare (a published copy is a clone where the file system can clone). */
 /** `-<BENCH_TAG>` (letters, digits, `.`, `_`, `-`), appended to the results' file names; empty without it. */
 const TAG = ((t) => (t === '' ? '' : `-${t}`))((process.env['BENCH_TAG'] ?? '').replace(/[^A-Za-z0-9._-]/g, ''));
+/** The work folder (BENCH_WORK; default bench/.work): put it on another file system to compare (a published copy is a clone where the file system can clone). */
 const WORK = process.env['BENCH_WORK'] ? join(process.env['BENCH_WORK'], 'recruit-etl-bench') : join(PACKAGE_ROOT, 'bench', '.work');
 
 interface Sim {

@@ -19,7 +19,7 @@ import { join, resolve } from 'node:path';
 import { ExportError, isEtlError } from '../errors.js';
 import { type Logger, silentLogger } from '../log/logger.js';
 import { NO_PROGRESS, type StageProgress } from '../log/progress.js';
-import { sqlString, type Warehouse } from '../warehouse/Warehouse.js';
+import { sqlString, UNORDERED_WRITES, type Warehouse } from '../warehouse/Warehouse.js';
 import { failpoint } from '../failpoints.js';
 import { ensureReaderDir, readerModes, setReaderFileMode, type ReaderModes } from '../fs/readerFiles.js';
 import {
@@ -39,13 +39,6 @@ import {
 
 /** Name prefixes of the models that are exported (docs/exports.md): marts, dimensions, data quality. */
 export const EXPORTED_PREFIXES: readonly string[] = ['fct_', 'dim_', 'mart_', 'dq_'];
-
-/**
- * DuckDB settings of the export (docs/performance.md "Settings"): no model promises a row
- * order (readers sort), so DuckDB may write each file from both threads without keeping the
- * rows' order.
- */
-export const EXPORT_SETTINGS: Readonly<Record<string, string>> = Object.freeze({ preserve_insertion_order: 'false' });
 
 /** One exported file in `manifest.json`. */
 export interface ManifestEntry {
@@ -120,7 +113,7 @@ export async function exportParquet(opts: ExportOptions): Promise<Manifest> {
 
   let manifest: Manifest;
   try {
-    manifest = await opts.wh.withSettings(EXPORT_SETTINGS, () => writeSnapshot(opts, snapDir, snapshot));
+    manifest = await opts.wh.withSettings(UNORDERED_WRITES, () => writeSnapshot(opts, snapDir, snapshot));
     failpoint('export.before-swap');
     // The swap: from here on, every reader resolving `current` gets the new set.
     replaceWithSymlink(dir, CURRENT_LINK, snapshot, runId);

@@ -21,7 +21,7 @@ import { failpoint } from '../failpoints.js';
 import { type Logger, silentLogger } from '../log/logger.js';
 import { NO_PROGRESS, type StageProgress } from '../log/progress.js';
 import { MACROS_DIR, MODELS_DIR, SEEDS_DIR } from '../paths.js';
-import type { Warehouse } from '../warehouse/Warehouse.js';
+import { UNORDERED_WRITES, type Warehouse } from '../warehouse/Warehouse.js';
 import { type CompiledModel, compileModel, loadMacros, quoteIdent } from './compileModel.js';
 import { orderModels } from './orderModels.js';
 import { loadSeedSpecs, seedSql } from './seeds.js';
@@ -148,7 +148,7 @@ export async function runTransform(wh: Warehouse, options: TransformOptions = {}
 
   const modelsHash = hashModels(compiled, seedSpecs.map((spec) => spec.path));
 
-  const result = await wh.withSettings(TRANSFORM_SETTINGS, () => wh.transaction(async () => {
+  const result = await wh.withSettings(UNORDERED_WRITES, () => wh.transaction(async () => {
     await wh.run(`create schema if not exists ${quoteIdent(schema)}`);
     const existing = new Map(
       (
@@ -248,13 +248,6 @@ export async function runTransform(wh: Warehouse, options: TransformOptions = {}
   );
   return { ...result, ms };
 }
-
-/**
- * DuckDB settings of the transform (docs/performance.md "Settings"): models are sets, no
- * model promises a row order (readers sort), so DuckDB need not keep the insertion order in
- * its `CREATE TABLE AS`; that spares memory and a merge in parallel writes.
- */
-export const TRANSFORM_SETTINGS: Readonly<Record<string, string>> = Object.freeze({ preserve_insertion_order: 'false' });
 
 /** The model whose table gives each stream's rank in staging's delivery order (docs/incremental.md). */
 const STREAM_RANKS_MODEL = 'stg_streams';

@@ -30,6 +30,15 @@ export interface WarehouseOptions {
 export type SqlParam = DuckDBValue;
 
 /**
+ * DuckDB settings of the stages that write models or files of models (the transform, the
+ * export), through {@link Warehouse.withSettings}: models are sets and promise no row order
+ * (readers sort; docs/models.md "Performance rules"), so DuckDB may write a table or a
+ * Parquet file from both threads without merging them back into order
+ * (docs/performance.md "Settings").
+ */
+export const UNORDERED_WRITES: Readonly<Record<string, string>> = Object.freeze({ preserve_insertion_order: 'false' });
+
+/**
  * Rows per row group of the tables this job writes (DuckDB's default: 122,880): an extract
  * batch then fills whole row groups that DuckDB writes straight to the file at commit. Every
  * writable session must use the same size. Why this size: `docs/performance.md` "Row groups".
