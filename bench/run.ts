@@ -164,15 +164,26 @@ function settle(): void {
   spawnSync('sync', { stdio: 'ignore' });
 }
 
+/** A log line (pino JSON on stdout) at warn level or above. */
+const WARN_OR_WORSE = /"level":(?:[4-9]\d|\d{3,})\b/;
+
 /**
  * Run the CLI as a child process, started as the installed `recruit-etl` bin is (through its
- * shebang, with its V8 flag; see src/cli.ts); returns wall time and peak RSS (VmHWM) in bytes.
+ * shebang, with its V8 flag; see src/cli.ts); returns wall time, peak RSS (VmHWM) in bytes and
+ * the number of its log lines at warn level or above (a clean run has none: issue 16).
  */
-async function cli(args: string[], env: Record<string, string>, bin = CLI): Promise<{ ms: number; peakRssBytes: number; stderr: string }> {
+async function cli(args: string[], env: Record<string, string>, bin = CLI): Promise<{ ms: number; peakRssBytes: number; warnings: number; stderr: string }> {
   const t0 = performance.now();
-  const proc = spawn(bin, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
+  const proc = spawn(bin, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let stderr = '';
+  let warnings = 0;
+  let partial = '';
   proc.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+  proc.stdout!.on('data', (d: Buffer) => {
+    const lines = (partial + d.toString()).split('\n');
+    partial = lines.pop() ?? '';
+    warnings += lines.filter((l) => WARN_OR_WORSE.test(l)).length;
+  });
   let peak = 0;
   const timeline: number[] = [];
   const poll = setInterval(() => {
@@ -187,10 +198,11 @@ async function cli(args: string[], env: Record<string, string>, bin = CLI): Prom
   }, 25);
   const [code] = (await once(proc, 'close')) as [number | null];
   clearInterval(poll);
+  if (WARN_OR_WORSE.test(partial)) warnings += 1;
   const ms = performance.now() - t0;
   if (timeline.length) console.log(args[0], 'RSS MiB timeline', timeline.filter((_, i) => i % Math.ceil(timeline.length / 40) === 0).join(' '));
   if (code !== 0) throw new Error(`recruit-etl ${args.join(' ')} exited ${code}: ${stderr.trim()}`);
-  return { ms, peakRssBytes: peak, stderr };
+  return { ms, peakRssBytes: peak, warnings, stderr };
 }
 
 /**
@@ -240,7 +252,8 @@ interface PageSizeFigures {
   pageSize: number;
   limits: { ms: number; rows: number }[];
   drains: { ms: number; events: number; bytes: number }[];
-  extracts: { ms: number; peakRssBytes: number }[];
+  /** Each extract's wall time, peak RSS and log lines at warn level or above. */
+  extracts: { ms: number; peakRssBytes: number; warnings: number }[];
   /** The extract of BENCH_BASELINE, beside each of this build's (none without it). */
   baselines: { ms: number; peakRssBytes: number }[];
   /** Medians (ms) and the highest peak RSS. */
@@ -256,7 +269,7 @@ interface PageSizeFigures {
 async function measure(sim: Sim, ndjson: string, db: string, page: number): Promise<PageSizeFigures> {
   const limits: { ms: number; rows: number }[] = [];
   const drains: { ms: number; events: number; bytes: number }[] = [];
-  const extracts: { ms: number; peakRssBytes: number }[] = [];
+  const extracts: { ms: number; peakRssBytes: number; warnings: number }[] = [];
   const baselines: { ms: number; peakRssBytes: number }[] = [];
   for (let k = 0; k < REPEAT; k += 1) {
     const limitDb = join(WORK, 'limit.duckdb');
@@ -267,7 +280,8 @@ async function measure(sim: Sim, ndjson: string, db: string, page: number): Prom
     drains.push(await drain(sim, page));
     for (const f of [db, `${db}.wal`, publishedCopyPath(db)]) rmSync(f, { force: true });
     settle();
-    extracts.push(await cli(['extract'], envFor(sim, db, page)));
+    const { ms, peakRssBytes, warnings } = await cli(['extract'], envFor(sim, db, page));
+    extracts.push({ ms, peakRssBytes, warnings });
     if (BASELINE) {
       const other = join(WORK, 'baseline.duckdb');
       for (const f of [other, `${other}.wal`, publishedCopyPath(other)]) rmSync(f, { force: true });
@@ -453,7 +467,8 @@ async function main(): Promise<void> {
       line(`2 HTTP drain, page size ${f.pageSize}`, f.drainMs, f.events, f.bytes / 1e6);
       line(`3 extract, page size ${f.pageSize}`, f.extractMs, f.events, f.bytes / 1e6);
       if (REPEAT > 1) console.log(`  (medians of ${REPEAT}: limit ${list(f.limits)} s; drain ${list(f.drains)} s; extract ${list(f.extracts)} s)`);
-      console.log(`  extract / limit: ${fmt(f.limitMs / f.extractMs, 2)}×   peak RSS ${fmt(f.peakRssBytes / 1048576)} MiB`);
+      const warned = f.extracts.reduce((a, e) => a + e.warnings, 0);
+      console.log(`  extract / limit: ${fmt(f.limitMs / f.extractMs, 2)}×   peak RSS ${fmt(f.peakRssBytes / 1048576)} MiB   warnings logged: ${warned} (target 0)`);
       if (f.baselines.length > 0) {
         const b = median(f.baselines);
         console.log(`  baseline extract: ${list(f.baselines)} s, / limit ${fmt(f.limitMs / b.ms, 2)}×, peak RSS ${fmt(Math.max(...f.baselines.map((x) => x.peakRssBytes)) / 1048576)} MiB`);
