@@ -207,7 +207,7 @@ export async function runTransform(wh: Warehouse, options: TransformOptions = {}
       let rows: number;
       try {
         if (model.materialized === 'incremental' && mode === 'incremental') {
-          await applyDelta(wh, target, model);
+          await applyDelta(wh, target, model, schema);
         } else {
           const kind = model.materialized === 'view' ? 'view' : 'table';
           await dropOtherKind(model.name, kind);
@@ -307,9 +307,18 @@ async function countNewDeliveries(wh: Warehouse): Promise<number> {
 /**
  * `delete+insert` of an incremental model: its incremental SQL gives the rows of the touched
  * keys; the target's rows with those keys are replaced (dbt-duckdb's strategy of that name).
+ * A table whose deleted rows outnumber its live ones is first rewritten whole: checkpoints
+ * never merge row groups (`MAX_VACUUM_TASKS`), so nothing else reclaims them
+ * (docs/incremental.md "Compaction").
  * @throws {WarehouseError}
  */
-async function applyDelta(wh: Warehouse, target: string, model: CompiledModel): Promise<void> {
+async function applyDelta(wh: Warehouse, target: string, model: CompiledModel, schema: string): Promise<void> {
+  const size = await wh.one<{ stored: bigint | number; live: bigint | number }>(
+    `select (select estimated_size from duckdb_tables() where schema_name = ? and table_name = ? and database_name = current_database()) as stored,
+            (select count(*) from ${target}) as live`,
+    [schema, model.name],
+  );
+  if (size !== undefined && Number(size.stored) > 2 * Number(size.live)) await wh.run(`create or replace table ${target} as select * from ${target}`);
   const keys = model.uniqueKey!.map(quoteIdent);
   const delta = quoteIdent(`__delta_${model.name}`);
   const on = keys.map((k) => `${target}.${k} is not distinct from d.${k}`).join(' and ');

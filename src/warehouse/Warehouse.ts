@@ -51,6 +51,16 @@ export const ROW_GROUP_SIZE = 16_384;
  */
 export const CHECKPOINT_THRESHOLD = '512MB';
 
+/**
+ * DuckDB `max_vacuum_tasks` of a writable session: 0, no checkpoint merges row groups. A
+ * checkpoint's vacuum merges small neighbouring row groups of every table, `raw.events`
+ * included whether it changed or not, and rewrites them whole in memory: with wide events
+ * that was gigabytes at every later checkpoint (`docs/performance.md` "Wide events"). Fully
+ * deleted row groups are still dropped; the transform compacts the tables it deletes from
+ * (`docs/incremental.md` "Compaction").
+ */
+export const MAX_VACUUM_TASKS = '0';
+
 function quoteIdentifier(name: string): string {
   return `"${name.replaceAll('"', '""')}"`;
 }
@@ -164,6 +174,7 @@ export class Warehouse {
         // Fold the WAL into the file every 512 MB instead of every 16 MB (`docs/performance.md`
         // "Settings"); the job checkpoints at the end of every successful run anyway.
         config['checkpoint_threshold'] = CHECKPOINT_THRESHOLD;
+        config['max_vacuum_tasks'] = MAX_VACUUM_TASKS;
       }
     }
     const attach = abs !== ':memory:' && !readOnly;
