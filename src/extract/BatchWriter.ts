@@ -4,25 +4,31 @@
  * repeat check against the stream's id hashes held in memory ({@link SeenIds}), redeliveries
  * compared by JSON value, and events DuckDB cannot store as JSON quarantined.
  *
- * A batch is written once in the usual case. When the checks find something, the transaction
- * is rolled back and the batch written again with what they found: redeliveries skipped,
+ * A batch is a {@link BatchFile} that its pages are written to as they arrive, loaded by
+ * DuckDB in one statement. When the checks find something, the transaction is rolled back
+ * and a new file written from the first with what they found: redeliveries left out,
  * refused events in their quarantined form (repaired first, minimal if still refused).
+ * Usually a batch is loaded once.
  *
  * @module
  */
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { UpstreamContractError, type EtlErrorOptions } from '../errors.js';
 import { failpoint } from '../failpoints.js';
 import type { Logger } from '../log/logger.js';
 import type { PageEvents } from '../upstream/page.js';
-import { type AppendResult, type QuarantinedEvent, RawEventWriter } from '../warehouse/RawEventWriter.js';
+import { BatchFile } from '../warehouse/BatchFile.js';
+import { LoadFailed, type LoadResult, type QuarantinedEvent, RawEventWriter } from '../warehouse/RawEventWriter.js';
 import type { StreamStore } from '../warehouse/StreamStore.js';
-import { ROW_GROUP_SIZE, type Warehouse } from '../warehouse/Warehouse.js';
-import { BATCH_MAX_BYTES } from './batches.js';
+import type { Warehouse } from '../warehouse/Warehouse.js';
+import { wideBatch } from './batches.js';
 import { quarantinedForm } from './quarantine.js';
 import { sameJson } from './sameJson.js';
 import { SeenIds } from './SeenIds.js';
 
-/** One fetched page waiting for its commit. */
+/** One fetched page, to be added to a batch. */
 export interface FetchedPage {
   events: PageEvents;
   /** 1-based page number in the run (messages). */
@@ -34,6 +40,35 @@ export interface FetchedPage {
   bytes: number;
 }
 
+/** What a batch keeps of a page once its events are in the batch file. */
+interface PageEntry {
+  pageNumber: number;
+  nextPage: string;
+  hasNextPage: boolean;
+  /** Events of the page (rows of the batch file). */
+  rows: number;
+}
+
+/** A batch being filled: its pages' events in a file, the rest of each page kept here. */
+export class Batch {
+  /** @internal the pages, in order */
+  readonly pages: PageEntry[] = [];
+
+  /** @internal use {@link BatchWriter.begin} */
+  constructor(readonly file: BatchFile) {}
+
+  /** Write the page's events to the batch file; the page itself is not kept. */
+  add(page: FetchedPage): void {
+    this.file.appendPage(page.events);
+    this.pages.push({ pageNumber: page.pageNumber, nextPage: page.nextPage, hasNextPage: page.hasNextPage, rows: page.events.count });
+  }
+
+  /** Size of the batch file so far, bytes. */
+  get bytes(): number {
+    return this.file.bytes;
+  }
+}
+
 /** What one committed batch added. */
 export interface BatchResult {
   inserted: number;
@@ -41,6 +76,8 @@ export interface BatchResult {
   duplicates: number;
   quarantined: number;
   lastPosition: number;
+  /** Pages committed. */
+  pages: number;
 }
 
 /**
@@ -60,20 +97,36 @@ export class PageContractError extends UpstreamContractError {
 
 /** Rolls a batch back to be written again with what the checks found. */
 class WriteAgain extends Error {
-  constructor(readonly refused: readonly number[], readonly hits: readonly number[]) {
+  constructor(
+    /** Batch rows whose JSON DuckDB refused. */
+    readonly refused: readonly number[],
+    /** Batch rows whose id hash was seen before, and every row's hash by batch row. */
+    readonly hits: readonly number[],
+    readonly hashes?: RowHashes,
+  ) {
     super('write the batch again');
   }
+}
+
+/** Each batch row's id hash as high and low halves, and whether the row was loaded (skipped rows were not). */
+interface RowHashes {
+  hi: Uint32Array;
+  lo: Uint32Array;
+  loaded: Uint8Array;
 }
 
 /** Writes of one batch at most: the usual one, then quarantine repaired, minimal, redeliveries. */
 const MAX_WRITES = 5;
 
-/** What the checks of a batch found so far, by index in the batch. */
+/** A quarantined row: its stored form, and what `raw.quarantined_events` keeps. */
+type Quarantine = QuarantinedEvent & { level: 'repaired' | 'minimal'; id: string; text: string };
+
+/** What the checks of a batch found so far, by batch row. */
 interface Checks {
   /** Redeliveries, not written. */
   skip: Set<number>;
   /** Events written in their quarantined form. */
-  quarantine: Map<number, QuarantinedEvent & { level: 'repaired' | 'minimal' }>;
+  quarantine: Map<number, Quarantine>;
   /** Events whose id hash hit but whose id is not on the stream (a fingerprint collision). */
   distinct: Set<number>;
 }
@@ -88,174 +141,245 @@ export interface BatchWriterOptions {
   runId: string;
   logger: Logger;
   /**
-   * DuckDB settings for a batch that DuckDB holds in memory: fewer rows than a row group (kept
-   * as WAL data until a checkpoint), more bytes than the byte budget, or written again after
-   * its checks (read whole). Other batches run under the session's.
+   * DuckDB settings for a batch DuckDB holds in memory, in proportion to its size, until a
+   * checkpoint: a wide batch ({@link wideBatch}), and a batch written again after its checks
+   * (its redeliveries are compared in SQL). Default: the session's settings.
    */
   heldBatchSettings?: Readonly<Record<string, string>>;
+}
+
+/** The folder of the batch files beside the database (`<db>.ingest`), or a temporary one for `:memory:`. */
+function ingestFolder(wh: Warehouse): string {
+  if (wh.path === ':memory:') return mkdtempSync(join(tmpdir(), 'recruit-etl-ingest-'));
+  const dir = `${wh.path}.ingest`;
+  // Files a killed run left: this process holds the database's write lock, so nobody else uses them.
+  rmSync(dir, { recursive: true, force: true });
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  return dir;
 }
 
 export class BatchWriter {
   private readonly writer: RawEventWriter;
   /** The stream's last committed position. */
   position: number;
+  private files = 0;
 
   private constructor(
     private readonly opts: BatchWriterOptions,
     private seen: SeenIds,
+    private readonly dir: string,
   ) {
     this.writer = new RawEventWriter(opts.wh);
     this.position = opts.position;
   }
 
-  /** Load the stream's id hashes (one pass over `etl.event_ids` for the stream). */
+  /** Load the stream's id hashes (one pass over `etl.event_ids` for the stream); empty the batch folder. */
   static async open(opts: BatchWriterOptions): Promise<BatchWriter> {
     const writer = new RawEventWriter(opts.wh);
-    return new BatchWriter(opts, await SeenIds.load(writer.idHashes(opts.streamId), opts.position));
+    const seen = await SeenIds.load(writer.idHashes(opts.streamId), opts.position);
+    return new BatchWriter(opts, seen, ingestFolder(opts.wh));
+  }
+
+  /** A new, empty batch (its file in the batch folder). */
+  begin(): Batch {
+    return new Batch(this.newFile());
+  }
+
+  /** Remove the batch folder and whatever is left in it. */
+  close(): void {
+    rmSync(this.dir, { recursive: true, force: true });
   }
 
   /**
-   * Commit `pages` with the cursor after the last one.
+   * Commit `batch` (or `pages`, as one batch) with the cursor after its last page; its file is
+   * removed either way.
    *
    * @throws {PageContractError} an id sent again with another JSON value (docs/upstream.md "Stream properties"): the pages
    *   before its page are committed first, with their cursor
    * @throws {WarehouseError} DuckDB failed (exit 7)
    */
-  async write(pages: readonly FetchedPage[]): Promise<BatchResult> {
+  async write(batch: Batch | readonly FetchedPage[]): Promise<BatchResult> {
+    const b = batch instanceof Batch ? batch : this.batchOf(batch);
+    const held = wideBatch(b.file.longestRow);
     try {
-      return await this.writeUnder(pages);
+      return await this.writePages(b, b.pages.length, held);
     } catch (err) {
-      const good = err instanceof PageContractError ? pages.findIndex((p) => p.pageNumber === err.pageNumber) : 0;
+      const good = err instanceof PageContractError ? b.pages.findIndex((p) => p.pageNumber === err.pageNumber) : 0;
       if (good > 0) {
         try {
-          await this.writeUnder(pages.slice(0, good));
+          await this.writePages(b, good, true);
         } catch (keepErr) {
           this.opts.logger.warn({ err: { message: (keepErr as Error).message } }, 'could not commit the pages before the one that broke the contract');
         }
       }
       throw err;
+    } finally {
+      b.file.remove();
     }
   }
 
-  /** {@link writeAll} under `heldBatchSettings` for a batch DuckDB holds in memory. */
-  private writeUnder(pages: readonly FetchedPage[]): Promise<BatchResult> {
-    const rows = pages.reduce((n, p) => n + p.events.count, 0);
-    const bytes = pages.reduce((n, p) => n + p.bytes, 0);
-    const settings = this.opts.heldBatchSettings;
-    if (settings === undefined) return this.writeAll(pages);
-    if (rows < ROW_GROUP_SIZE || bytes > BATCH_MAX_BYTES) return this.opts.wh.withSettings(settings, () => this.writeAll(pages));
-    return this.writeAll(pages, settings);
+  private batchOf(pages: readonly FetchedPage[]): Batch {
+    const b = this.begin();
+    for (const p of pages) b.add(p);
+    return b;
   }
 
-  /** Write `pages` until their checks pass; writes after the first under `againSettings`. */
-  private async writeAll(pages: readonly FetchedPage[], againSettings?: Readonly<Record<string, string>>): Promise<BatchResult> {
+  private newFile(): BatchFile {
+    this.files += 1;
+    return BatchFile.create(join(this.dir, `${this.files}.rows`));
+  }
+
+  /** `fn` under {@link BatchWriterOptions.heldBatchSettings} when `held`. */
+  private heldIf<T>(held: boolean, fn: () => Promise<T>): Promise<T> {
+    const settings = this.opts.heldBatchSettings;
+    return held && settings !== undefined ? this.opts.wh.withSettings(settings, fn) : fn();
+  }
+
+  /**
+   * Write the first `pageCount` pages of `batch` until their checks pass; the first write
+   * under the held settings when `held`, any later one always.
+   */
+  private async writePages(batch: Batch, pageCount: number, held: boolean): Promise<BatchResult> {
+    const pages = batch.pages.slice(0, pageCount);
+    const rows = pages.reduce((n, p) => n + p.rows, 0);
     const checks: Checks = { skip: new Set(), quarantine: new Map(), distinct: new Set() };
-    const total = pages.reduce((n, p) => n + p.events.count, 0);
-    if (!this.seen.fits(total)) this.seen = await SeenIds.load(this.writer.idHashes(this.opts.streamId), this.seen.size + total);
-    const first = await this.attempt(pages, checks);
-    if (!(first instanceof WriteAgain)) return first;
-    const again = async (): Promise<BatchResult> => {
-      let found = first;
-      for (let write = 2; ; write += 1) {
-        await this.learn(pages, found, checks);
-        const r = await this.attempt(pages, checks);
+    if (!this.seen.fits(rows)) this.seen = await SeenIds.load(this.writer.idHashes(this.opts.streamId), this.seen.size + rows);
+    for (let write = 1; ; write += 1) {
+      // The batch's own file the first time; later a file written from it with what the checks found.
+      let file = batch.file;
+      let rowsOf: Int32Array | undefined;
+      if (write > 1 || rows < batch.file.rows) {
+        file = this.newFile();
+        rowsOf = file.appendFrom(batch.file, rows, (k) => (checks.skip.has(k) ? 'skip' : (checks.quarantine.get(k) ?? 'keep')));
+      }
+      try {
+        const r = await this.heldIf(held || write > 1, () => this.attempt(file, rowsOf, pages, checks));
         if (!(r instanceof WriteAgain)) return r;
         if (write >= MAX_WRITES) throw new Error(`a batch still failed its checks after ${write} writes`);
-        found = r;
+        await this.heldIf(true, () => this.learn(batch, pages, r, checks));
+      } finally {
+        if (file !== batch.file) file.remove();
       }
-    };
-    return againSettings === undefined ? again() : this.opts.wh.withSettings(againSettings, again);
+    }
   }
 
-  /** One write of the batch with what the checks found so far: committed, or rolled back with what it found. */
-  private async attempt(pages: readonly FetchedPage[], checks: Checks): Promise<BatchResult | WriteAgain> {
+  /**
+   * One load of `file` (rows of the batch: `rowsOf`, or all of them in order) with what the
+   * checks found so far: committed, or rolled back with what it found.
+   */
+  private async attempt(file: BatchFile, rowsOf: Int32Array | undefined, pages: readonly PageEntry[], checks: Checks): Promise<BatchResult | WriteAgain> {
     const { wh, store, streamId, runId } = this.opts;
-    const { skip, quarantine, distinct } = checks;
+    const row = (j: number): number => (rowsOf === undefined ? j : rowsOf[j]!);
     const last = pages[pages.length - 1]!;
+    const batchRows = pages.reduce((n, p) => n + p.rows, 0);
+    const quarantined: { row: number; id: string; reason: string; text: string }[] = [];
+    for (let j = 0; j < file.rows; j += 1) {
+      const q = checks.quarantine.get(row(j));
+      if (q !== undefined) quarantined.push({ row: j, id: q.id, reason: q.reason, text: q.text });
+    }
     try {
-      const appended = await wh.transaction(async () => {
-        const r = await this.writer.append({ streamId, basePosition: this.position, pages, runId, skip, quarantine });
-        const refused = r.refused.filter((i) => quarantine.get(i)?.level !== 'minimal');
-        const hits = this.repeats(r, distinct);
-        if (refused.length > 0 || hits.length > 0) throw new WriteAgain(refused, hits);
+      const loaded = await wh.transaction(async () => {
+        const r = await this.writer.load({ streamId, basePosition: this.position, file, runId, extractedAt: new Date(), quarantined });
+        const hits = this.repeats(r, row, checks.distinct);
+        if (hits.length > 0) throw new WriteAgain([], hits, this.hashesByRow(r, row, batchRows));
         await store.saveCursor(streamId, last.nextPage, last.hasNextPage, r.lastPosition);
         failpoint('extract.before-commit');
         return r;
       });
       this.seen.commit();
       failpoint('extract.after-commit');
-      this.position = appended.lastPosition;
-      const quarantined = [...quarantine.keys()].filter((i) => !skip.has(i)).length;
-      return { inserted: appended.inserted, duplicates: skip.size, quarantined, lastPosition: appended.lastPosition };
+      this.position = loaded.lastPosition;
+      return { inserted: loaded.inserted, duplicates: checks.skip.size, quarantined: quarantined.length, lastPosition: loaded.lastPosition, pages: pages.length };
     } catch (err) {
       this.seen.rollback();
       if (err instanceof WriteAgain) return err;
-      throw err;
+      if (!(err instanceof LoadFailed)) throw err;
+      // DuckDB's JSON reader refused an event, or the load failed for another reason: which one.
+      const refused = await this.writer.refusedRows(file).catch(() => []);
+      const fresh = refused.map(row).filter((k) => checks.quarantine.get(k)?.level !== 'minimal');
+      if (fresh.length === 0) throw err.cause;
+      return new WriteAgain(fresh, []);
     }
   }
 
-  /** Fold what a rolled-back write found into `checks`: quarantined forms, redeliveries resolved. */
-  private async learn(pages: readonly FetchedPage[], found: WriteAgain, checks: Checks): Promise<void> {
-    const at = locate(pages);
-    for (const i of found.refused) {
-      const { cols, k } = at(i);
-      const level = checks.quarantine.has(i) ? 'minimal' : 'repaired';
-      checks.quarantine.set(i, { ...quarantinedForm(cols.envelope(k), cols.id(k), cols.type(k), level), level });
+  /** Fold what a rolled-back load found into `checks`: quarantined forms, redeliveries resolved. */
+  private async learn(batch: Batch, pages: readonly PageEntry[], found: WriteAgain, checks: Checks): Promise<void> {
+    for (const k of found.refused) {
+      const sent = batch.file.readRow(k);
+      const level = checks.quarantine.has(k) ? 'minimal' : 'repaired';
+      checks.quarantine.set(k, { ...quarantinedForm(sent.envelope, sent.id, sent.type, level), level, id: sent.id, text: sent.envelope });
     }
-    if (found.hits.length > 0) await this.resolveRepeats(pages, found.hits, checks.skip, checks.distinct);
+    if (found.hits.length > 0) await this.resolveRepeats(batch, pages, found, checks);
     this.opts.logger.debug({ stream: this.opts.streamId, refused: found.refused.length, repeats: found.hits.length }, 'batch written again after its checks');
   }
 
-  /** Batch indexes of the rows whose id hash is on the stream or earlier in the batch (adds the rest, tentatively). */
-  private repeats(r: AppendResult, distinct: ReadonlySet<number>): number[] {
+  /** Batch rows whose id hash is on the stream or earlier in the batch (adds the rest, tentatively). */
+  private repeats(r: LoadResult, row: (j: number) => number, distinct: ReadonlySet<number>): number[] {
     const hits: number[] = [];
-    for (let k = 0; k < r.inserted; k += 1) {
-      if (!this.seen.tryAdd(r.hashHi[k]!, r.hashLo[k]!) && !distinct.has(r.indexOf[k]!)) hits.push(r.indexOf[k]!);
+    for (let j = 0; j < r.inserted; j += 1) {
+      if (!this.seen.tryAdd(r.hashHi[j]!, r.hashLo[j]!) && !distinct.has(row(j))) hits.push(row(j));
     }
     return hits;
   }
 
+  /** Each batch row's id hash, from a load's rows. */
+  private hashesByRow(r: LoadResult, row: (j: number) => number, rows: number): RowHashes {
+    const hi = new Uint32Array(rows);
+    const lo = new Uint32Array(rows);
+    const loaded = new Uint8Array(rows);
+    for (let j = 0; j < r.inserted; j += 1) {
+      hi[row(j)] = r.hashHi[j]!;
+      lo[row(j)] = r.hashLo[j]!;
+      loaded[row(j)] = 1;
+    }
+    return { hi, lo, loaded };
+  }
+
   /**
-   * Compare each event whose id hash hit with the event of that id already stored (or earlier
-   * in the batch): the same JSON value is a redelivery, skipped; another value breaks the
-   * stream's immutability (docs/upstream.md "Stream properties"); no such id is a hash collision, written.
+   * Compare each row whose id hash hit with the event of that id already stored (or earlier in
+   * the batch): the same JSON value is a redelivery, skipped; another value breaks the
+   * stream's immutability (docs/upstream.md "Stream properties"); no such id is a hash
+   * collision, written. Reads back only the rows that share a hit's 64-bit hash.
    */
-  private async resolveRepeats(pages: readonly FetchedPage[], hits: readonly number[], skip: Set<number>, distinct: Set<number>): Promise<void> {
-    const at = locate(pages);
-    const ids = new Set(hits.map((i) => { const { cols, k } = at(i); return cols.id(k); }));
+  private async resolveRepeats(batch: Batch, pages: readonly PageEntry[], found: WriteAgain, checks: Checks): Promise<void> {
+    const { hi, lo, loaded } = found.hashes!;
+    const key = (k: number): string => `${hi[k]}:${lo[k]}`;
+    const keys = new Set(found.hits.map(key));
+    const candidates = new Map<number, { id: string; envelope: string }>();
+    for (let k = 0; k < hi.length; k += 1) {
+      if (loaded[k] === 1 && keys.has(key(k))) {
+        const sent = batch.file.readRow(k);
+        candidates.set(k, { id: sent.id, envelope: sent.envelope });
+      }
+    }
+    const ids = new Set(found.hits.map((h) => candidates.get(h)!.id));
     const stored = await this.writer.storedEnvelopes(this.opts.streamId, [...ids]);
     const first = new Map<string, string>();
-    let index = 0;
-    for (const page of pages) {
-      const cols = page.events;
-      for (let k = 0; k < cols.count; k += 1, index += 1) {
-        const id = cols.id(k);
-        if (!ids.has(id) || skip.has(index)) continue;
-        const before = stored.get(id) ?? first.get(id);
-        if (before === undefined) {
-          first.set(id, cols.envelope(k));
-          distinct.add(index);
-        } else if (sameJson(before, cols.envelope(k))) skip.add(index);
-        else {
-          throw new PageContractError(
-            `stream ${this.opts.streamId}, page ${page.pageNumber}: an event id was sent again with a different payload; the stream is immutable (docs/upstream.md "Stream properties")`,
-            page.pageNumber,
-            { hint: 'report it to the API provider; nothing of this page was committed, the pages before it are kept' },
-          );
-        }
+    for (const [k, { id, envelope }] of candidates) {
+      if (!ids.has(id) || checks.skip.has(k)) continue;
+      const before = stored.get(id) ?? first.get(id);
+      if (before === undefined) {
+        first.set(id, envelope);
+        checks.distinct.add(k);
+      } else if (sameJson(before, envelope)) checks.skip.add(k);
+      else {
+        const pageNumber = pageOf(pages, k);
+        throw new PageContractError(
+          `stream ${this.opts.streamId}, page ${pageNumber}: an event id was sent again with a different payload; the stream is immutable (docs/upstream.md "Stream properties")`,
+          pageNumber,
+          { hint: 'report it to the API provider; nothing of this page was committed, the pages before it are kept' },
+        );
       }
     }
   }
 }
 
-/** Batch index → the page's columns and the index within the page. */
-function locate(pages: readonly FetchedPage[]): (i: number) => { cols: PageEvents; k: number } {
-  return (i) => {
-    let k = i;
-    for (const p of pages) {
-      if (k < p.events.count) return { cols: p.events, k };
-      k -= p.events.count;
-    }
-    throw new Error(`batch index ${i} out of range`);
-  };
+/** The page number of batch row `k`. */
+function pageOf(pages: readonly PageEntry[], k: number): number {
+  let rest = k;
+  for (const p of pages) {
+    if (rest < p.rows) return p.pageNumber;
+    rest -= p.rows;
+  }
+  throw new Error(`batch row ${k} out of range`);
 }

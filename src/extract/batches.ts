@@ -4,30 +4,41 @@
  *
  * @module
  */
-import { ROW_GROUP_SIZE } from '../warehouse/Warehouse.js';
 
-/** Default of `--batch-pages`, the most pages one batch takes. */
+/** Default of `--batch-pages`, the most pages a batch takes. */
 export const DEFAULT_BATCH_PAGES = 1000;
 
-/** Page bodies one batch may hold, bytes (12 MiB): memory is bounded by bytes, not pages. */
-export const BATCH_MAX_BYTES = 12 * 1024 * 1024;
+/**
+ * Size of a batch file at which the batch ends, bytes (32 MiB, about 50,000 events of the
+ * usual size). A batch is written to a file as its pages arrive, so this bounds disk, not
+ * memory; DuckDB loads a file of this size at its best rate (`docs/performance.md`).
+ */
+export const BATCH_MAX_BYTES = 32 * 1024 * 1024;
 
 /**
- * Whether a batch ends after its last page (`docs/ingest.md` "Batches"): at
- * {@link BATCH_MAX_BYTES} of page bodies, at `batchPages` pages (`--batch-pages`, a maximum),
- * or at the first page where it holds a row group ({@link ROW_GROUP_SIZE} rows) and its last
- * row group comes out more than half full, whichever comes first. Why row groups: DuckDB
- * writes a batch of a row group or more straight to the file, and at a checkpoint merges
- * (rewrites) neighbouring row groups at most half full (`docs/performance.md`).
+ * A row longer than this (8 KiB) makes its batch wide: it holds a text DuckDB stores out of
+ * line, and DuckDB needs memory in proportion to such a batch until a checkpoint.
+ */
+export const WIDE_ROW_BYTES = 8 * 1024;
+
+/** Size of a wide batch's file at which it ends (4 MiB): a page of wide events is a batch of its own. */
+export const WIDE_BATCH_BYTES = 4 * 1024 * 1024;
+
+/**
+ * Whether a batch ends after its last page (`docs/ingest.md` "Batches"): at `batchPages`
+ * pages (`--batch-pages`, a maximum) or once its file holds {@link BATCH_MAX_BYTES}
+ * ({@link WIDE_BATCH_BYTES} when it is {@link wideBatch wide}), whichever comes first.
  *
  * @param pages pages in the batch so far
- * @param rows events in those pages
- * @param bytes body bytes of those pages
+ * @param bytes size of its file so far
+ * @param longestRow its longest row, bytes
  * @param batchPages `--batch-pages`
  */
-export function batchComplete(pages: number, rows: number, bytes: number, batchPages: number): boolean {
-  if (bytes >= BATCH_MAX_BYTES || pages >= batchPages) return true;
-  if (rows < ROW_GROUP_SIZE) return false;
-  const remainder = rows % ROW_GROUP_SIZE;
-  return remainder === 0 || remainder > ROW_GROUP_SIZE / 2;
+export function batchComplete(pages: number, bytes: number, longestRow: number, batchPages: number): boolean {
+  return pages >= batchPages || bytes >= (wideBatch(longestRow) ? WIDE_BATCH_BYTES : BATCH_MAX_BYTES);
+}
+
+/** Whether a batch whose longest row is `longestRow` bytes is wide (see {@link WIDE_ROW_BYTES}). */
+export function wideBatch(longestRow: number): boolean {
+  return longestRow > WIDE_ROW_BYTES;
 }

@@ -2,10 +2,10 @@
  * The extract stage: page the configured stream from its stored cursor into `raw.events`
  * (`docs/ingest.md`).
  *
- * Pages are read once by the upstream client (`src/upstream/page.ts`) and committed in
- * batches by {@link BatchWriter}, each with the cursor after its last page (exactly once).
- * While a batch commits, the pages of the next one are fetched (never written before it has
- * committed). The first request is built from the filter only when the stream has no cursor
+ * Pages are read once by the upstream client (`src/upstream/page.ts`), written to the file of
+ * their batch as they arrive, and committed in batches by {@link BatchWriter}, each with the
+ * cursor after its last page (exactly once). While DuckDB loads a batch, the pages of the next
+ * one are fetched and written to its own file (never loaded before the first has committed). The first request is built from the filter only when the stream has no cursor
  * yet; after that the stored `nextPage` is used verbatim (docs/upstream.md "Reading the stream" rules 4, 5, 7).
  *
  * @module
@@ -16,7 +16,7 @@ import { NO_PROGRESS, type StageProgress } from '../log/progress.js';
 import { type EventsClient, firstPageUrl, pageStream } from '../upstream/events.js';
 import type { Warehouse } from '../warehouse/Warehouse.js';
 import { StreamStore } from '../warehouse/StreamStore.js';
-import { BatchWriter, type FetchedPage } from './BatchWriter.js';
+import { type Batch, BatchWriter } from './BatchWriter.js';
 import { batchComplete, DEFAULT_BATCH_PAGES } from './batches.js';
 import { defineStream } from './streamDefinition.js';
 
@@ -35,10 +35,7 @@ export interface ExtractOptions {
   batchPages?: number;
   /** `--max-empty-pages`: empty pages in a row, `hasNextPage` true, before exit 6. */
   maxEmptyPages?: number;
-  /**
-   * DuckDB settings (name → value) for a batch that DuckDB holds in memory (see
-   * `BatchWriterOptions.heldBatchSettings`). Default: the session's settings.
-   */
+  /** DuckDB settings for a batch DuckDB holds in memory (`BatchWriterOptions.heldBatchSettings`). Default: the session's. */
   heldBatchSettings?: Readonly<Record<string, string>>;
   runId: string;
   logger?: Logger;
@@ -126,31 +123,24 @@ export async function extractEvents(opts: ExtractOptions): Promise<ExtractResult
   const progress = opts.progress ?? NO_PROGRESS;
   progress.update({ pages: 0, events: 0, position: state.eventCount });
   let fetchedEvents = 0;
-  let pending: FetchedPage[] = [];
-  let pendingRows = 0;
-  let pendingBytes = 0;
+  let batch: Batch = writer.begin();
 
-  const commit = async (): Promise<void> => {
-    if (pending.length === 0) return;
-    const pages = pending;
-    pending = [];
-    pendingRows = 0;
-    pendingBytes = 0;
+  const commit = async (pages: Batch): Promise<void> => {
     const r = await writer.write(pages);
     result.streamEventCount = r.lastPosition;
     result.eventsLoaded += r.inserted;
     result.duplicatesSkipped += r.duplicates;
     result.quarantined += r.quarantined;
     result.batches += 1;
-    opts.onCommitted?.(pages.length, r.inserted);
+    opts.onCommitted?.(r.pages, r.inserted);
     progress.update({ position: r.lastPosition });
     if (r.quarantined > 0) logger.warn({ stream: def.streamId, quarantined: r.quarantined, position: r.lastPosition }, 'events quarantined: stored in a readable form, their text as sent kept in raw.quarantined_events');
-    logger.debug({ stream: def.streamId, pages: pages.length, events: r.inserted, position: r.lastPosition }, 'batch committed');
+    logger.debug({ stream: def.streamId, pages: r.pages, events: r.inserted, position: r.lastPosition }, 'batch committed');
   };
 
-  // Pipelining: batch k commits while the pages of batch k+1 are fetched (DuckDB works on its
-  // own threads; the JS thread is free during the commit). Batches still commit one after
-  // the other, in order, each with its cursor. After a failed write nothing later is written.
+  // Pipelining: DuckDB loads batch k on its own threads while the pages of batch k+1 are
+  // fetched and written to its file. Batches still commit one after the other, in order,
+  // each with its cursor. After a failed write nothing later is written.
   let inFlight: Promise<void> | undefined;
   let writeFailed = false;
   const settle = async (): Promise<void> => {
@@ -160,8 +150,10 @@ export async function extractEvents(opts: ExtractOptions): Promise<ExtractResult
   };
   const startCommit = async (): Promise<void> => {
     await settle();
-    if (pending.length === 0) return;
-    const p = commit().catch((err: unknown) => {
+    if (batch.pages.length === 0) return;
+    const full = batch;
+    batch = writer.begin();
+    const p = commit(full).catch((err: unknown) => {
       writeFailed = true;
       throw err;
     });
@@ -181,10 +173,8 @@ export async function extractEvents(opts: ExtractOptions): Promise<ExtractResult
       result.bytes += page.bytes;
       fetchedEvents += page.events.count;
       progress.update({ pages: result.pages, events: fetchedEvents });
-      pending.push({ events: page.events, pageNumber: result.pages, nextPage: page.nextPage, hasNextPage: page.hasNextPage, bytes: page.bytes });
-      pendingRows += page.events.count;
-      pendingBytes += page.bytes;
-      if (!page.hasNextPage || batchComplete(pending.length, pendingRows, pendingBytes, batchPages)) await startCommit();
+      batch.add({ events: page.events, pageNumber: result.pages, nextPage: page.nextPage, hasNextPage: page.hasNextPage, bytes: page.bytes });
+      if (!page.hasNextPage || batchComplete(batch.pages.length, batch.bytes, batch.file.longestRow, batchPages)) await startCommit();
       if (opts.signal?.aborted || writeFailed) break; // a failed write surfaces below at once
     }
     await startCommit();
@@ -200,14 +190,19 @@ export async function extractEvents(opts: ExtractOptions): Promise<ExtractResult
     }
     // Pages fetched whole before a fetch failure are valid: keep them (unless a write failed,
     // which would leave a gap), then report the failure.
-    if (!writeFailed && pending.length > 0 && !opts.wh.busy) {
+    if (!writeFailed && batch.pages.length > 0 && !opts.wh.busy) {
       try {
-        await commit();
+        const rest = batch;
+        batch = writer.begin();
+        await commit(rest);
       } catch (commitErr) {
         logger.warn({ err: { message: (commitErr as Error).message } }, 'could not commit the pages fetched before the failure');
       }
     }
     throw failure;
+  } finally {
+    batch.file.remove();
+    writer.close();
   }
   if (opts.signal?.aborted) {
     const reason = opts.signal.reason;

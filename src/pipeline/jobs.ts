@@ -32,30 +32,41 @@ import { resolve } from 'node:path';
 
 /**
  * DuckDB settings while the extract stage runs, set once around it (`docs/performance.md`
- * "Settings"): a small memory cap, since the writer streams whole row groups to the file and
- * needs little of DuckDB's memory (a flat footprint however long the stream; a batch smaller
- * than a row group runs under its own settings, see `SMALL_BATCH_SETTINGS`), and no dictionary
- * compression (event ids and JSON texts are all distinct, so it never wins, and its analysis
- * at each checkpoint was the extract's peak of memory).
+ * "Settings"): a small memory cap (DuckDB loads a batch file row group by row group and needs
+ * little of its memory, and it keeps blocks cached up to its limit) and no vacuum at its
+ * checkpoints (see `Warehouse` on `max_vacuum_tasks`).
  */
 export const EXTRACT_SETTINGS: Readonly<Record<string, string>> = Object.freeze({
   memory_limit: '24MB',
-  disabled_compression_methods: 'dictionary,dict_fsst',
 });
 
 /**
- * DuckDB settings for a batch DuckDB holds in memory: one smaller than a row group (the
- * stream's last batch, pages of large events) stays there as WAL data until a checkpoint, one
- * larger than the byte budget (a page of many megabytes) is read whole by its checks, and so
- * are the writes again of a batch. Such a batch runs under the job's `--memory-limit` and
- * checkpoints every 16 MB of WAL (`docs/performance.md` "Settings"). Not a tighter limit: a
- * checkpoint that runs out of memory invalidates the database, and a checkpoint's need is not
- * in proportion to the batch (it merges small row groups of the whole table).
+ * DuckDB settings for a batch DuckDB holds in memory, in proportion to its size, until a
+ * checkpoint (`BatchWriterOptions.heldBatchSettings`): a batch of wide events, and a batch
+ * written again after its checks. It runs under the job's `--memory-limit` and checkpoints
+ * every 16 MB of WAL (`docs/performance.md` "Settings").
  *
  * @param memoryLimit `--memory-limit`
  */
 export function heldBatchSettings(memoryLimit: string): Record<string, string> {
   return { memory_limit: memoryLimit, checkpoint_threshold: '16MB' };
+}
+
+/**
+ * Run `work`, then checkpoint under the same settings, also after a failure (best effort
+ * then): the batches it committed reach the file without a vacuum, which a later checkpoint
+ * under the session's settings would do (see {@link EXTRACT_SETTINGS}).
+ */
+async function checkpointAfter<T>(wh: Warehouse, work: Promise<T>): Promise<T> {
+  let result: T;
+  try {
+    result = await work;
+  } catch (err) {
+    await wh.checkpoint().catch(() => undefined);
+    throw err;
+  }
+  await wh.checkpoint();
+  return result;
 }
 
 /** Stages a job can run, in pipeline order. */
@@ -264,7 +275,7 @@ export async function runJob(command: string, stages: readonly Stage[], ctx: Job
           secrets: ctx.secrets,
         });
         const client = new EventsClient({ baseUrl: config.baseUrl!, http: http!, tokens, logger });
-        result.extract = await stage('extract', (p) => wh.withSettings(EXTRACT_SETTINGS, () =>
+        result.extract = await stage('extract', (p) => wh.withSettings(EXTRACT_SETTINGS, () => checkpointAfter(wh,
           extractEvents({
             wh,
             client,
@@ -282,7 +293,7 @@ export async function runJob(command: string, stages: readonly Stage[], ctx: Job
             onCommitted: (pages) => { committedPages += pages; },
             ...signalOpt,
           }),
-        ));
+        )));
       }
       throwIfAborted(ctx.signal);
       if (stages.includes('sites')) {

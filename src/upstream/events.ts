@@ -14,8 +14,8 @@ import { AuthError, ConfigError, EtlError, UpstreamContractError, UpstreamUnavai
 import { silentLogger, type Logger } from '../log/logger.js';
 import type { TokenProvider } from './auth.js';
 import { redactUrl, type HttpClient, type HttpResponse } from './http.js';
-import { parseJsonBody } from './json.js';
-import { type PageContent, readEventsPage } from './page.js';
+import { notJson } from './json.js';
+import { JsonSyntaxError, type PageContent, readEventsPage } from './page.js';
 
 /** The query of a stream (docs/upstream.md "Reading the stream"): every trial id × every event type. */
 export interface EventFilter {
@@ -85,10 +85,14 @@ export interface EventsPage extends PageContent {
   bytes: number;
 }
 
-/** The grammar check (`JSON.parse`, values unused), then the one reading of the page. */
+/** The one reading of a page, its grammar check included; a body that is not JSON is unreadable (retried). */
 function parsePage(res: HttpResponse): PageContent {
-  parseJsonBody(res);
-  return readEventsPage(res.bodyText);
+  try {
+    return readEventsPage(res.bodyText, res.body);
+  } catch (err) {
+    if (err instanceof JsonSyntaxError) throw notJson(res, err.position);
+    throw err;
+  }
 }
 
 /**

@@ -112,6 +112,8 @@ export interface HttpResponse<T = never> {
   headers: Record<string, string | string[] | undefined>;
   /** The body decoded as UTF-8 (strict: invalid UTF-8 is an unreadable body, retried). */
   bodyText: string;
+  /** The body's bytes as received (absent in stubs that only carry text). */
+  body?: Buffer;
   /** Body size in bytes as received. */
   bytes: number;
   /** The URL requested. */
@@ -363,8 +365,8 @@ export class HttpClient {
           failure = { reason: `HTTP ${status}`, status, ...(retryAfterMs === undefined ? {} : { retryAfterMs }) };
           this.log.debug({ ...logFields, status, attempt, durationMs: this.now() - started }, 'upstream response');
         } else {
-          const { text, bytes } = await this.readBody(res, method, where, bodyMs);
-          const response: HttpResponse<T> = { status, headers: res.headers, bodyText: text, bytes, url: spec.url };
+          const { text, body, bytes } = await this.readBody(res, method, where, bodyMs);
+          const response: HttpResponse<T> = { status, headers: res.headers, bodyText: text, body, bytes, url: spec.url };
           if (opts.parse && status < 300) response.parsed = opts.parse(response as HttpResponse);
           this.log.debug({ ...logFields, status, attempt, bytes, durationMs: this.now() - started }, 'upstream response');
           return response;
@@ -425,7 +427,7 @@ export class HttpClient {
    * @throws {TransientBodyError} when the body is not complete within `totalMs` (the stream
    *   is destroyed, so its connection is closed, not reused)
    */
-  private async readBody(res: Dispatcher.ResponseData, method: string, where: string, totalMs: number): Promise<{ text: string; bytes: number }> {
+  private async readBody(res: Dispatcher.ResponseData, method: string, where: string, totalMs: number): Promise<{ text: string; body: Buffer; bytes: number }> {
     const limit = this.policy.maxResponseBytes;
     const declared = Number(headerValue(res.headers['content-length']));
     if (Number.isFinite(declared) && declared > limit) {
@@ -458,8 +460,9 @@ export class HttpClient {
       // Leaves nothing half read on the connection (a no-op once the body has ended).
       if (!res.body.readableEnded) res.body.destroy();
     }
+    const body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, bytes);
     try {
-      return { text: UTF8.decode(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, bytes)), bytes };
+      return { text: UTF8.decode(body), body, bytes };
     } catch {
       throw new TransientBodyError(`body is not valid UTF-8 (${bytes} bytes)`);
     }

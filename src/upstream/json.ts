@@ -18,19 +18,23 @@ export function parseJsonBody(res: Pick<HttpResponse, 'bodyText' | 'bytes' | 'he
   try {
     return JSON.parse(res.bodyText);
   } catch (err) {
-    throw new TransientBodyError(describeJsonError(err, res));
+    const message = err instanceof Error ? err.message : '';
+    const position = /at position (\d+)/.exec(message)?.[1];
+    const atEnd = /Unexpected end of JSON input/i.test(message);
+    throw notJson(res, atEnd ? res.bodyText.length : position === undefined ? undefined : Number(position));
   }
 }
 
-function describeJsonError(err: unknown, res: Pick<HttpResponse, 'bodyText' | 'bytes' | 'headers'>): string {
+/**
+ * The unreadable-body error for a body that is not JSON, described by the character where its
+ * grammar breaks (`undefined`: unknown), its size and media type, never its text.
+ */
+export function notJson(res: Pick<HttpResponse, 'bodyText' | 'bytes' | 'headers'>, position: number | undefined): TransientBodyError {
   const rawType = res.headers['content-type'];
   const mediaType = /^[\w.+-]+\/[\w.+-]+/.exec(String(Array.isArray(rawType) ? rawType[0] : (rawType ?? '')))?.[0] ?? 'none';
   const facts = `${res.bytes} bytes, content-type ${mediaType}`;
-  if (res.bodyText.trim() === '') return `body is empty (${facts})`;
-  const message = err instanceof Error ? err.message : '';
-  const position = /at position (\d+)/.exec(message)?.[1];
-  const atEnd = position !== undefined && Number(position) >= res.bodyText.trimEnd().length;
-  if (atEnd || /Unexpected end of JSON input/i.test(message)) return `body ends before its JSON is complete: truncated (${facts})`;
-  if (position !== undefined) return `body is not valid JSON at character ${position} (${facts})`;
-  return `body is not valid JSON (${facts})`;
+  if (res.bodyText.trim() === '') return new TransientBodyError(`body is empty (${facts})`);
+  if (position !== undefined && position >= res.bodyText.trimEnd().length) return new TransientBodyError(`body ends before its JSON is complete: truncated (${facts})`);
+  if (position !== undefined) return new TransientBodyError(`body is not valid JSON at character ${position} (${facts})`);
+  return new TransientBodyError(`body is not valid JSON (${facts})`);
 }

@@ -10,8 +10,9 @@
  *    `name`, `publishedTime`, `message` in an event) given twice in one object breaks the
  *    contract (exit 6), because JSON readers disagree on which one counts. Other members are
  *    an open set (docs/upstream.md "Versioning and open sets"), kept as sent.
- * 3. Each event is stored as the exact text the scanner sliced from the body, so the stored
- *    envelope's `id` is the `id` checked here.
+ * 3. Each event is stored as the exact bytes the scanner found in the body (its offsets
+ *    are turned into byte offsets of the body as received), so the stored envelope's `id` is
+ *    the `id` checked here.
  *
  * Why a scanner and not the parsed objects: the writer needs each event's text as sent, and
  * re-serialising every parsed event costs more than the rest of the writer
@@ -22,59 +23,115 @@
 import { UpstreamContractError } from '../errors.js';
 
 /** Offsets kept per event in {@link PageEvents}: start and end of five slices. */
-const SLOTS = 10;
+export const EVENT_SLOTS = 10;
 
 /**
- * The events of one page as read: the body and, per event, where its parts lie (one typed
- * array, no string per part until a writer asks for it, so a page waiting for its commit
- * costs its body and 40 bytes an event). Absent parts are -1.
+ * Where each part of an event lies in {@link PageEvents.offsets}: `offsets[i * EVENT_SLOTS + part]`
+ * is the first byte of event `i`'s part, the next slot the byte after it (-1 when absent).
+ * `id`, `type` and a string `publishedTime` are string tokens, quotes included; `publishedTime`
+ * may be another JSON value; `message` is absent when it is missing or JSON null.
+ */
+export const PART = Object.freeze({ envelope: 0, id: 2, type: 4, publishedTime: 6, message: 8 });
+
+/**
+ * The events of one page as read: the body's bytes (UTF-8, as received) and, per event, where
+ * its parts lie (one typed array of byte offsets, no string per part until someone asks for
+ * it, so a page costs its body and 40 bytes an event). Writers copy the parts' bytes as they
+ * are; the accessors below decode them.
  */
 export class PageEvents {
   /** Number of events. */
   readonly count: number;
-  /** Whether the body holds a backslash: an escape somewhere (no escape, no lone surrogate). */
-  readonly hasEscape: boolean;
+  /** Whether the body holds a line break (CR or LF, JSON white space): a raw part may span lines. */
+  readonly hasLineBreak: boolean;
 
-  /** @param body the page body; @param at {@link SLOTS} offsets per event */
+  /**
+   * @param bytes the page body as received (valid UTF-8)
+   * @param offsets {@link EVENT_SLOTS} byte offsets per event, laid out as {@link PART} says
+   */
   constructor(
-    private readonly body: string,
-    private readonly at: Int32Array,
+    readonly bytes: Buffer,
+    readonly offsets: Int32Array,
   ) {
-    this.count = at.length / SLOTS;
-    this.hasEscape = body.includes('\\');
+    this.count = offsets.length / EVENT_SLOTS;
+    this.hasLineBreak = bytes.includes(10) || bytes.includes(13);
+  }
+
+  private text(a: number, b: number): string {
+    return this.bytes.toString('utf8', a, b);
+  }
+
+  /** The string token at `a` (quotes included), unescaped. */
+  private stringAt(a: number, b: number): string {
+    return hasEscapeByte(this.bytes, a, b) ? (JSON.parse(this.text(a, b)) as string) : this.text(a + 1, b - 1);
   }
 
   /** The whole event object, exactly as sent. */
   envelope(i: number): string {
-    return this.body.slice(this.at[i * SLOTS]!, this.at[i * SLOTS + 1]!);
+    return this.text(this.offsets[i * EVENT_SLOTS]!, this.offsets[i * EVENT_SLOTS + 1]!);
   }
 
   /** `id`, unescaped: a non-empty, well-formed string. */
   id(i: number): string {
-    return stringValue(this.body, this.at[i * SLOTS + 2]!, this.at[i * SLOTS + 3]!);
+    return this.stringAt(this.offsets[i * EVENT_SLOTS + PART.id]!, this.offsets[i * EVENT_SLOTS + PART.id + 1]!);
   }
 
   /** `eventType`, else `name` (docs/upstream.md "Event envelope"), unescaped; null when neither is a string. */
   type(i: number): string | null {
-    const a = this.at[i * SLOTS + 4]!;
-    return a < 0 ? null : stringValue(this.body, a, this.at[i * SLOTS + 5]!);
+    const a = this.offsets[i * EVENT_SLOTS + PART.type]!;
+    return a < 0 ? null : this.stringAt(a, this.offsets[i * EVENT_SLOTS + PART.type + 1]!);
   }
 
   /** `publishedTime`: a string unescaped, another JSON value as its text, null when absent or null. */
   publishedTime(i: number): string | null {
-    const a = this.at[i * SLOTS + 6]!;
-    return a < 0 ? null : valueText(this.body, a, this.at[i * SLOTS + 7]!);
+    const a = this.offsets[i * EVENT_SLOTS + PART.publishedTime]!;
+    if (a < 0) return null;
+    const b = this.offsets[i * EVENT_SLOTS + PART.publishedTime + 1]!;
+    return this.bytes[a] === QUOTE ? this.stringAt(a, b) : this.text(a, b);
   }
 
   /** `message` as its JSON text as sent, null when absent or JSON null. */
   message(i: number): string | null {
-    const a = this.at[i * SLOTS + 8]!;
-    return a < 0 ? null : this.body.slice(a, this.at[i * SLOTS + 9]!);
+    const a = this.offsets[i * EVENT_SLOTS + PART.message]!;
+    return a < 0 ? null : this.text(a, this.offsets[i * EVENT_SLOTS + PART.message + 1]!);
   }
 
   /** Every event's value of one part, in order (tests, the bench). */
   all<T>(part: (i: number) => T): T[] {
     return Array.from({ length: this.count }, (_, i) => part.call(this, i));
+  }
+}
+
+/** Whether `bytes[a, b)` holds a backslash (an escape, in a JSON token). */
+export function hasEscapeByte(bytes: Uint8Array, a: number, b: number): boolean {
+  for (let k = a; k < b; k += 1) if (bytes[k] === BACKSLASH) return true;
+  return false;
+}
+
+/**
+ * Turn the UTF-16 offsets the scanner found in `s` into byte offsets of its UTF-8 encoding
+ * (after `base` bytes: a byte order mark the decoder removed), in place. Only for a body with
+ * a character outside ASCII or a byte order mark (otherwise both are the same). The offsets
+ * of an event lie within it, and events follow one another: one walk of the text.
+ */
+function toByteOffsets(s: string, at: Int32Array, base: number): void {
+  let unit = 0;
+  let byte = base;
+  const order: number[] = [];
+  for (let o = 0; o < at.length; o += EVENT_SLOTS) {
+    order.length = 0;
+    for (let k = 0; k < EVENT_SLOTS; k += 1) if (at[o + k]! >= 0) order.push(k);
+    order.sort((x, y) => at[o + x]! - at[o + y]!);
+    for (const k of order) {
+      const target = at[o + k]!;
+      while (unit < target) {
+        const c = s.charCodeAt(unit);
+        // A surrogate is half of a 4-byte character (the text was decoded strictly: no lone ones).
+        byte += c < 0x80 ? 1 : c < 0x800 ? 2 : c >= 0xd800 && c <= 0xdfff ? 2 : 3;
+        unit += 1;
+      }
+      at[o + k] = byte;
+    }
   }
 }
 
@@ -95,31 +152,80 @@ const OPEN_OBJ = 123;
 const CLOSE_OBJ = 125;
 const OPEN_ARR = 91;
 const CLOSE_ARR = 93;
+const MINUS = 45;
+const PLUS = 43;
+const DOT = 46;
+const ZERO = 48;
+const NINE = 57;
+
+/**
+ * The body is not JSON (RFC 8259): the first character that breaks its grammar is at
+ * `position` (the length of the body when it ends too early). The message never quotes the body.
+ */
+export class JsonSyntaxError extends Error {
+  constructor(readonly position: number) {
+    super(`not JSON at character ${position}`);
+    this.name = 'JsonSyntaxError';
+  }
+}
+
+function syntax(at: number): never {
+  throw new JsonSyntaxError(at);
+}
 
 /** Breaks of the contract found by the scanner; the message never quotes the body. */
 function contract(what: string): UpstreamContractError {
   return new UpstreamContractError(`events response breaks the contract (${what})`);
 }
 
-/** The scanner met a structure that `JSON.parse` accepted but it does not expect: a bug, not data. */
-function unexpected(what: string): never {
-  throw new Error(`page scanner: ${what} in a body JSON.parse accepted`);
+/** Control characters JSON allows nowhere (white space aside, which it allows only outside strings). */
+const FORBIDDEN_CONTROL = /[\u0000-\u0008\u000b\u000c\u000e-\u001f]/;
+const WHITESPACE_CONTROL = /[\t\n\r]/;
+const HEX = /^[0-9a-fA-F]{4}$/;
+
+/**
+ * The checks of the grammar that look at characters, not structure: no control character but
+ * white space, and every backslash a valid escape. Escapes can only lie inside strings in a
+ * body whose structure is valid, so one walk over the backslashes decides them.
+ */
+function checkCharacters(s: string): void {
+  const bad = FORBIDDEN_CONTROL.exec(s);
+  if (bad) syntax(bad.index);
+  for (let i = s.indexOf('\\'); i >= 0; ) {
+    const c = s.charCodeAt(i + 1);
+    if (c === 117) {
+      if (!HEX.test(s.slice(i + 2, i + 6))) syntax(i);
+      i = s.indexOf('\\', i + 6);
+    } else if (c === QUOTE || c === BACKSLASH || c === 47 || c === 98 || c === 102 || c === 110 || c === 114 || c === 116) {
+      i = s.indexOf('\\', i + 2);
+    } else syntax(i);
+  }
 }
 
-/** Index just after the string whose opening quote is at `i`. */
-function skipString(s: string, i: number): number {
+/**
+ * Index just after the string whose opening quote is at `i`. With `strictWs` (a body that
+ * holds a tab, CR or LF), the string must not hold one raw.
+ */
+function skipString(s: string, i: number, strictWs: boolean): number {
   let j = i;
   for (;;) {
     j = s.indexOf('"', j + 1);
-    if (j < 0) unexpected('unterminated string');
+    if (j < 0) syntax(s.length);
     let k = j - 1;
     let backslashes = 0;
     while (s.charCodeAt(k) === BACKSLASH) {
       backslashes += 1;
       k -= 1;
     }
-    if ((backslashes & 1) === 0) return j + 1;
+    if ((backslashes & 1) === 0) break;
   }
+  if (strictWs) {
+    for (let k = i + 1; k < j; k += 1) {
+      const c = s.charCodeAt(k);
+      if (c === 9 || c === 10 || c === 13) syntax(k);
+    }
+  }
+  return j + 1;
 }
 
 function skipWhitespace(s: string, i: number): number {
@@ -128,32 +234,86 @@ function skipWhitespace(s: string, i: number): number {
   return i;
 }
 
-/** Index just after the JSON value starting at `i` (the body is known to be JSON). */
-function skipValue(s: string, i: number): number {
-  let depth = 0;
-  const n = s.length;
-  const first = s.charCodeAt(i);
-  if (first !== QUOTE && first !== OPEN_OBJ && first !== OPEN_ARR) {
-    // A number, true, false or null: up to the next delimiter or white space.
-    let c = first;
-    while (i < n && c !== COMMA && c !== CLOSE_OBJ && c !== CLOSE_ARR && c !== 32 && c !== 10 && c !== 13 && c !== 9) c = s.charCodeAt(++i);
-    return i;
+function isDigit(c: number): boolean {
+  return c >= ZERO && c <= NINE;
+}
+
+/** Index just after the number, `true`, `false` or `null` at `i`. */
+function skipScalar(s: string, i: number): number {
+  let c = s.charCodeAt(i);
+  if (c === 116) return s.startsWith('true', i) ? i + 4 : syntax(i);
+  if (c === 102) return s.startsWith('false', i) ? i + 5 : syntax(i);
+  if (c === 110) return s.startsWith('null', i) ? i + 4 : syntax(i);
+  // -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
+  if (c === MINUS) c = s.charCodeAt(++i);
+  if (c === ZERO) c = s.charCodeAt(++i);
+  else if (c > ZERO && c <= NINE) do c = s.charCodeAt(++i); while (isDigit(c));
+  else syntax(i);
+  if (c === DOT) {
+    c = s.charCodeAt(++i);
+    if (!isDigit(c)) syntax(i);
+    do c = s.charCodeAt(++i); while (isDigit(c));
   }
+  if (c === 101 || c === 69) {
+    c = s.charCodeAt(++i);
+    if (c === PLUS || c === MINUS) c = s.charCodeAt(++i);
+    if (!isDigit(c)) syntax(i);
+    do c = s.charCodeAt(++i); while (isDigit(c));
+  }
+  return i;
+}
+
+/** Where the last member name read by {@link skipMemberName} ends (just after its closing quote). */
+let nameEnd = 0;
+
+/**
+ * Start of the value after the member name whose opening quote should be at `i` (name, `:`,
+ * white space); the name's end is left in {@link nameEnd}.
+ */
+function skipMemberName(s: string, i: number, ws: boolean): number {
+  if (s.charCodeAt(i) !== QUOTE) syntax(i);
+  nameEnd = skipString(s, i, ws);
+  i = skipWhitespace(s, nameEnd);
+  if (s.charCodeAt(i) !== COLON) syntax(i);
+  return skipWhitespace(s, i + 1);
+}
+
+/**
+ * Index just after the JSON value starting at `i`, checking its grammar at any depth (no
+ * recursion: a stack of open containers).
+ * @throws {JsonSyntaxError}
+ */
+function skipValue(s: string, i: number, ws: boolean): number {
+  const open: number[] = [];
   for (;;) {
-    if (i >= n) unexpected('truncated value');
+    // A value starts at i.
     const c = s.charCodeAt(i);
-    if (c === QUOTE) {
-      i = skipString(s, i);
-      if (depth === 0) return i;
-      continue;
+    if (c === QUOTE) i = skipString(s, i, ws);
+    else if (c === OPEN_OBJ || c === OPEN_ARR) {
+      const close = c === OPEN_OBJ ? CLOSE_OBJ : CLOSE_ARR;
+      i = skipWhitespace(s, i + 1);
+      if (s.charCodeAt(i) === close) i += 1;
+      else {
+        open.push(close);
+        if (close === CLOSE_OBJ) i = skipMemberName(s, i, ws);
+        continue;
+      }
+    } else i = skipScalar(s, i);
+    // A value ended at i: close what it completes, or go on to the next one.
+    for (;;) {
+      if (open.length === 0) return i;
+      i = skipWhitespace(s, i);
+      const d = s.charCodeAt(i);
+      const close = open[open.length - 1]!;
+      if (d === COMMA) {
+        i = skipWhitespace(s, i + 1);
+        if (close === CLOSE_OBJ) i = skipMemberName(s, i, ws);
+        break;
+      }
+      if (d !== close) syntax(i);
+      open.pop();
+      i += 1;
     }
-    if (c === OPEN_OBJ || c === OPEN_ARR) depth += 1;
-    else if (c === CLOSE_OBJ || c === CLOSE_ARR) {
-      if (depth === 0) return i;
-      depth -= 1;
-      if (depth === 0) return i + 1;
-    } else if (c === COMMA && depth === 0) return i;
-    i += 1;
   }
 }
 
@@ -182,34 +342,21 @@ function stringValue(s: string, a: number, b: number): string {
   return hasEscape(s, a, b) ? (JSON.parse(s.slice(a, b)) as string) : s.slice(a + 1, b - 1);
 }
 
-/** Like DuckDB's `->>`: a string unescaped, null as null, any other value as its JSON text. */
-function valueText(s: string, a: number, b: number): string | null {
-  if (s.charCodeAt(a) === QUOTE) return stringValue(s, a, b);
-  if (b - a === 4 && s.startsWith('null', a)) return null;
-  return s.slice(a, b);
-}
-
 /**
  * Walk the members of the object whose `{` is at `i`, calling `member(nameStart, nameEnd,
- * valueStart, valueEnd)` for each; returns the index just after the `}`.
+ * valueStart, valueEnd)` for each; returns the index just after the `}`. Values are checked
+ * as {@link skipValue} checks them, unless `member` returns where one ends.
  */
-function forEachMember(s: string, i: number, member: (ka: number, kb: number, va: number, vb: number) => void): number {
-  if (s.charCodeAt(i) !== OPEN_OBJ) unexpected('object expected');
+function forEachMember(s: string, i: number, ws: boolean, member: (ka: number, kb: number, va: number) => number | undefined): number {
   i = skipWhitespace(s, i + 1);
   if (s.charCodeAt(i) === CLOSE_OBJ) return i + 1;
   for (;;) {
-    if (s.charCodeAt(i) !== QUOTE) unexpected('member name expected');
     const ka = i;
-    const kb = skipString(s, i);
-    i = skipWhitespace(s, kb);
-    if (s.charCodeAt(i) !== COLON) unexpected('colon expected');
-    const va = skipWhitespace(s, i + 1);
-    const vb = skipValue(s, va);
-    member(ka, kb, va, vb);
-    i = skipWhitespace(s, vb);
+    const va = skipMemberName(s, i, ws);
+    i = skipWhitespace(s, member(ka, nameEnd, va) ?? skipValue(s, va, ws));
     const c = s.charCodeAt(i);
     if (c === CLOSE_OBJ) return i + 1;
-    if (c !== COMMA) unexpected('comma expected');
+    if (c !== COMMA) syntax(i);
     i = skipWhitespace(s, i + 1);
   }
 }
@@ -223,92 +370,116 @@ function twice(where: string, names: readonly string[], index: number): Upstream
   return contract(`${where} has the member "${names[index]}" more than once`);
 }
 
+/** What {@link readEvents} found: offsets, where the array ends, the first break of the contract. */
+interface EventsRead {
+  at: Int32Array;
+  end: number;
+  problem?: UpstreamContractError;
+}
+
 /**
- * Read the events of the `events` array whose `[` is at `i`: {@link SLOTS} offsets each.
- * @throws {UpstreamContractError} an event that is not an object, without a usable id,
- *   with a non-string `eventType`, or with a read member given twice
+ * Read the events of the `events` array whose `[` is at `i`: {@link EVENT_SLOTS} UTF-16
+ * offsets each, checking the grammar as it goes. A break of the contract (an event that is
+ * not an object, without a usable id, with a non-string `eventType`, or with a read member
+ * given twice) is noted, not thrown, so that a grammar error later in the body still decides.
+ * @throws {JsonSyntaxError}
  */
-function readEvents(s: string, i: number): Int32Array {
-  let at = new Int32Array(SLOTS * 64);
+function readEvents(s: string, i: number, ws: boolean): EventsRead {
+  let at: Int32Array = new Int32Array(EVENT_SLOTS * 64);
   let n = 0;
+  let problem: UpstreamContractError | undefined;
   /** Per read member (EVENT_NAMES order): start and end of its value, -1 when absent. */
   const v = new Int32Array(EVENT_NAMES.length * 2);
   i = skipWhitespace(s, i + 1);
-  if (s.charCodeAt(i) === CLOSE_ARR) return at.subarray(0, 0);
+  if (s.charCodeAt(i) === CLOSE_ARR) return { at: at.subarray(0, 0), end: i + 1 };
   for (;;) {
     const start = i;
-    if (s.charCodeAt(i) !== OPEN_OBJ) throw contract(`event ${n + 1} is not an object`);
-    v.fill(-1);
-    i = skipWhitespace(s, i + 1);
-    if (s.charCodeAt(i) === CLOSE_OBJ) i += 1;
-    else {
-      for (;;) {
-        if (s.charCodeAt(i) !== QUOTE) unexpected('member name expected');
-        const ka = i;
-        const kb = skipString(s, i);
-        i = skipWhitespace(s, kb);
-        if (s.charCodeAt(i) !== COLON) unexpected('colon expected');
-        const va = skipWhitespace(s, i + 1);
-        const vb = skipValue(s, va);
-        const k = nameIndex(s, ka, kb, EVENT_NAMES);
-        if (k >= 0) {
-          if (v[2 * k]! >= 0) throw twice(`event ${n + 1}`, EVENT_NAMES, k);
-          v[2 * k] = va;
-          v[2 * k + 1] = vb;
+    n += 1;
+    if (s.charCodeAt(i) !== OPEN_OBJ) {
+      i = skipValue(s, i, ws);
+      problem ??= contract(`event ${n} is not an object`);
+    } else {
+      v.fill(-1);
+      i = skipWhitespace(s, i + 1);
+      if (s.charCodeAt(i) === CLOSE_OBJ) i += 1;
+      else {
+        for (;;) {
+          const ka = i;
+          const va = skipMemberName(s, i, ws);
+          const kb = nameEnd;
+          const vb = skipValue(s, va, ws);
+          const k = nameIndex(s, ka, kb, EVENT_NAMES);
+          if (k >= 0) {
+            if (v[2 * k]! >= 0) problem ??= twice(`event ${n}`, EVENT_NAMES, k);
+            v[2 * k] = va;
+            v[2 * k + 1] = vb;
+          }
+          i = skipWhitespace(s, vb);
+          const c = s.charCodeAt(i);
+          if (c === CLOSE_OBJ) {
+            i += 1;
+            break;
+          }
+          if (c !== COMMA) syntax(i);
+          i = skipWhitespace(s, i + 1);
         }
-        i = skipWhitespace(s, vb);
-        const c = s.charCodeAt(i);
-        if (c === CLOSE_OBJ) {
-          i += 1;
-          break;
-        }
-        if (c !== COMMA) unexpected('comma expected');
-        i = skipWhitespace(s, i + 1);
+      }
+      if (problem === undefined) {
+        problem = eventProblem(s, v, n);
+        if (problem === undefined) at = record(at, n, start, i, s, v);
       }
     }
-    const end = i;
-    n += 1;
-    const ia = v[0]!;
-    const ib = v[1]!;
-    if (ia < 0 || s.charCodeAt(ia) !== QUOTE || ib - ia < 3) throw contract(`event ${n} has no string id`);
-    if (hasEscape(s, ia, ib)) {
-      const id = JSON.parse(s.slice(ia, ib)) as string;
-      if (id === '' || !id.isWellFormed()) throw contract(`event ${n} has an id that is empty or not valid Unicode`);
-    }
-    let ta = -1;
-    let tb = -1;
-    if (v[2]! >= 0 && !isNull(s, v[2]!, v[3]!)) {
-      if (s.charCodeAt(v[2]!) !== QUOTE) throw contract(`event ${n} has a non-string eventType`);
-      ta = v[2]!;
-      tb = v[3]!;
-    } else if (v[4]! >= 0 && s.charCodeAt(v[4]!) === QUOTE) {
-      ta = v[4]!;
-      tb = v[5]!;
-    }
-    if (at.length < n * SLOTS) {
-      const grown = new Int32Array(at.length * 2);
-      grown.set(at);
-      at = grown;
-    }
-    const o = (n - 1) * SLOTS;
-    at[o] = start;
-    at[o + 1] = end;
-    at[o + 2] = ia;
-    at[o + 3] = ib;
-    at[o + 4] = ta;
-    at[o + 5] = tb;
-    const pa = v[6]!;
-    at[o + 6] = pa >= 0 && !isNull(s, pa, v[7]!) ? pa : -1;
-    at[o + 7] = v[7]!;
-    const ma = v[8]!;
-    at[o + 8] = ma >= 0 && !isNull(s, ma, v[9]!) ? ma : -1;
-    at[o + 9] = v[9]!;
     i = skipWhitespace(s, i);
     const c = s.charCodeAt(i);
-    if (c === CLOSE_ARR) return at.slice(0, n * SLOTS);
-    if (c !== COMMA) unexpected('comma expected between events');
+    if (c === CLOSE_ARR) return { at: at.slice(0, n * EVENT_SLOTS), end: i + 1, ...(problem ? { problem } : {}) };
+    if (c !== COMMA) syntax(i);
     i = skipWhitespace(s, i + 1);
   }
+}
+
+/** What breaks the contract in the read members `v` of event `n`, if anything. */
+function eventProblem(s: string, v: Int32Array, n: number): UpstreamContractError | undefined {
+  const ia = v[0]!;
+  const ib = v[1]!;
+  if (ia < 0 || s.charCodeAt(ia) !== QUOTE || ib - ia < 3) return contract(`event ${n} has no string id`);
+  if (hasEscape(s, ia, ib)) {
+    const id = JSON.parse(s.slice(ia, ib)) as string;
+    if (id === '' || !id.isWellFormed()) return contract(`event ${n} has an id that is empty or not valid Unicode`);
+  }
+  if (v[2]! >= 0 && !isNull(s, v[2]!, v[3]!) && s.charCodeAt(v[2]!) !== QUOTE) return contract(`event ${n} has a non-string eventType`);
+  return undefined;
+}
+
+/** `at` with event `n`'s offsets (its span and read members `v`) set, grown when full. */
+function record(at: Int32Array, n: number, start: number, end: number, s: string, v: Int32Array): Int32Array {
+  if (at.length < n * EVENT_SLOTS) {
+    const grown = new Int32Array(at.length * 2);
+    grown.set(at);
+    at = grown;
+  }
+  let ta = -1;
+  let tb = -1;
+  if (v[2]! >= 0 && !isNull(s, v[2]!, v[3]!)) {
+    ta = v[2]!;
+    tb = v[3]!;
+  } else if (v[4]! >= 0 && s.charCodeAt(v[4]!) === QUOTE) {
+    ta = v[4]!;
+    tb = v[5]!;
+  }
+  const o = (n - 1) * EVENT_SLOTS;
+  at[o] = start;
+  at[o + 1] = end;
+  at[o + 2] = v[0]!;
+  at[o + 3] = v[1]!;
+  at[o + 4] = ta;
+  at[o + 5] = tb;
+  const pa = v[6]!;
+  at[o + 6] = pa >= 0 && !isNull(s, pa, v[7]!) ? pa : -1;
+  at[o + 7] = v[7]!;
+  const ma = v[8]!;
+  at[o + 8] = ma >= 0 && !isNull(s, ma, v[9]!) ? ma : -1;
+  at[o + 9] = v[9]!;
+  return at;
 }
 
 /** Whether the value `s[a, b)` is the literal null. */
@@ -317,48 +488,80 @@ function isNull(s: string, a: number, b: number): boolean {
 }
 
 /**
- * Read an events response body (docs/upstream.md "Reading the stream") that `JSON.parse` has accepted.
+ * Read an events response body (docs/upstream.md "Reading the stream"): the grammar check
+ * (RFC 8259, what `JSON.parse` accepts) and the reading of the members the job uses, in one
+ * walk.
  *
  * @param body the whole body, decoded strictly as UTF-8
- * @returns the events as columns of texts as sent, and the pagination
- * @throws {UpstreamContractError} (exit 6) when the body breaks the contract: not an object,
- *   `events` not an array or missing, `pagination` missing or not an object, `nextPage` not a
- *   well-formed string, `hasNextPage` not a boolean, a read member given twice, an event that
- *   is not an object, without a non-empty well-formed string `id`, or with a non-string
- *   `eventType`. The message never quotes the body.
+ * @param bytes the same body as received (its UTF-8 bytes); encoded from `body` when not given
+ * @returns the events as byte offsets into `bytes` (texts as sent), and the pagination
+ * @throws {JsonSyntaxError} when the body is not JSON (an unreadable body: retried)
+ * @throws {UpstreamContractError} (exit 6) when the body is JSON but breaks the contract: not
+ *   an object, `events` not an array or missing, `pagination` missing or not an object,
+ *   `nextPage` not a well-formed string, `hasNextPage` not a boolean, a read member given
+ *   twice, an event that is not an object, without a non-empty well-formed string `id`, or
+ *   with a non-string `eventType`. The message never quotes the body.
  */
-export function readEventsPage(body: string): PageContent {
+export function readEventsPage(body: string, bytes?: Buffer): PageContent {
   const s = body;
-  const top = skipWhitespace(s, 0);
-  if (s.charCodeAt(top) !== OPEN_OBJ) throw contract('(root): not an object');
+  checkCharacters(s);
+  const ws = WHITESPACE_CONTROL.test(s);
+  let i = skipWhitespace(s, 0);
+  if (i >= s.length) syntax(i);
+  // Breaks of the contract are thrown once the whole body is known to be JSON.
+  let problem: UpstreamContractError | undefined;
+  let events: EventsRead | undefined;
   const found = [-1, -1, -1, -1];
-  forEachMember(s, top, (ka, kb, va, vb) => {
-    const k = nameIndex(s, ka, kb, PAGE_NAMES);
-    if (k < 0) return;
-    if (found[2 * k]! >= 0) throw twice('the page', PAGE_NAMES, k);
-    found[2 * k] = va;
-    found[2 * k + 1] = vb;
-  });
+  if (s.charCodeAt(i) !== OPEN_OBJ) {
+    i = skipValue(s, i, ws);
+    problem = contract('(root): not an object');
+  } else {
+    i = forEachMember(s, i, ws, (ka, kb, va) => {
+      const k = nameIndex(s, ka, kb, PAGE_NAMES);
+      if (k < 0) return undefined;
+      if (found[2 * k]! >= 0) {
+        problem ??= twice('the page', PAGE_NAMES, k);
+        return undefined;
+      }
+      found[2 * k] = va;
+      if (k === 0 && s.charCodeAt(va) === OPEN_ARR) {
+        events = readEvents(s, va, ws);
+        return (found[1] = events.end);
+      }
+      return (found[2 * k + 1] = skipValue(s, va, ws));
+    });
+  }
+  if (skipWhitespace(s, i) < s.length) syntax(skipWhitespace(s, i));
+  if (problem) throw problem;
   const [ea, , pa] = found as [number, number, number, number];
   if (ea < 0) throw contract('events: missing');
-  if (s.charCodeAt(ea) !== OPEN_ARR) throw contract('events: not an array');
+  if (events === undefined) throw contract('events: not an array');
   if (pa < 0) throw contract('pagination: missing');
   if (s.charCodeAt(pa) !== OPEN_OBJ) throw contract('pagination: not an object');
   const p = [-1, -1, -1, -1];
-  forEachMember(s, pa, (ka, kb, va, vb) => {
+  forEachMember(s, pa, ws, (ka, kb, va) => {
     const k = nameIndex(s, ka, kb, PAGINATION_NAMES);
-    if (k < 0) return;
+    const vb = skipValue(s, va, ws);
+    if (k < 0) return vb;
     if (p[2 * k]! >= 0) throw twice('pagination', PAGINATION_NAMES, k);
     p[2 * k] = va;
     p[2 * k + 1] = vb;
+    return vb;
   });
   const [na, nb, ha, hb] = p as [number, number, number, number];
   if (na < 0 || s.charCodeAt(na) !== QUOTE) throw contract('pagination.nextPage: not a string');
-  const nextPage = stringValue(s, na, nb);
+  // A copy, not a slice: the cursor outlives the page, and a slice keeps the whole body alive.
+  const nextPage = Buffer.from(stringValue(s, na, nb), 'utf16le').toString('utf16le');
   if (!nextPage.isWellFormed()) throw contract('pagination.nextPage: not valid Unicode');
   let hasNextPage: boolean;
   if (hb - ha === 4 && s.startsWith('true', ha)) hasNextPage = true;
   else if (hb - ha === 5 && s.startsWith('false', ha)) hasNextPage = false;
   else throw contract('pagination.hasNextPage: not a boolean');
-  return { events: new PageEvents(s, readEvents(s, ea)), nextPage, hasNextPage };
+  if (events.problem) throw events.problem;
+  const at = events.at;
+  const raw = bytes ?? Buffer.from(s, 'utf8');
+  // The UTF-8 decoder drops a leading byte order mark: the bytes keep it.
+  const bom = raw.length >= 3 && raw[0] === 0xef && raw[1] === 0xbb && raw[2] === 0xbf && s.charCodeAt(0) !== 0xfeff ? 3 : 0;
+  if (raw.length !== s.length) toByteOffsets(s, at, bom);
+  return { events: new PageEvents(raw, at), nextPage, hasNextPage };
 }

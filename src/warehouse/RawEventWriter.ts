@@ -1,27 +1,21 @@
 /**
- * Appends events to `raw.events` (`docs/ingest.md` "How a batch is written"), inside the
+ * Loads batches into `raw.events` (`docs/ingest.md` "How a batch is written"), inside the
  * caller's transaction, together with the cursor update (exactly once; on any error the
  * caller rolls back).
  *
- * The events arrive as read by `readEventsPage` (texts as sent). DuckDB's appender writes
- * them at contiguous positions, their id hashes go to `etl.event_ids`, events to quarantine
- * go in their readable form with their text as sent in `raw.quarantined_events`, and one
- * query over the new rows returns what the caller must check: each row's id hash (for the
- * repeat check) and whether DuckDB's JSON reader accepts its envelope (the quarantine check).
- * Why the appender and not DuckDB's own JSON reader: measured in `docs/performance.md`.
+ * A batch arrives as a {@link BatchFile}: DuckDB's CSV reader loads it in one statement, on
+ * DuckDB's threads, at the positions after the stream's last one. `message` and `envelope` are
+ * cast to JSON there, so DuckDB's JSON reader judges every event (the quarantine check); the
+ * id hashes go to `etl.event_ids` and come back for the repeat check; events to quarantine
+ * have their text as sent stored in `raw.quarantined_events`. Why a file and not DuckDB's
+ * appender: `docs/performance.md` "How the extract works".
  *
  * @module
  */
-import { type DuckDBAppender, DuckDBTimestampTZValue, listValue } from '@duckdb/node-api';
 import { failpoint } from '../failpoints.js';
-import type { PageEvents } from '../upstream/page.js';
+import { listValue } from '@duckdb/node-api';
+import { type BatchFile, batchFileReader, decodedField } from './BatchFile.js';
 import type { Warehouse } from './Warehouse.js';
-
-/** One page of a batch: its events as read, and its 1-based number in the run (for messages). */
-export interface PageToWrite {
-  events: PageEvents;
-  pageNumber: number;
-}
 
 /** How a quarantined event is stored (`docs/ingest.md` "Quarantine"). */
 export interface QuarantinedEvent {
@@ -35,157 +29,80 @@ export interface QuarantinedEvent {
   reason: string;
 }
 
-/** Options of {@link RawEventWriter.append}. */
-export interface AppendOptions {
+/** Options of {@link RawEventWriter.load}. */
+export interface LoadOptions {
   streamId: string;
-  /** The stream's last position before this batch; rows take `basePosition + 1 …`. */
+  /** The stream's last position before this batch; the file's row k takes `basePosition + k + 1`. */
   basePosition: number;
-  pages: readonly PageToWrite[];
+  file: BatchFile;
   runId: string;
-  /** Indexes in the batch (0-based over all its events) not to write: redeliveries. */
-  skip?: ReadonlySet<number>;
-  /** Indexes in the batch to write in a quarantined form; the text as sent goes beside it. */
-  quarantine?: ReadonlyMap<number, QuarantinedEvent>;
+  /** When the batch began to be written: `extracted_at` of its rows. */
+  extractedAt: Date;
+  /** Rows of the file stored in a quarantined form, with their text as sent for `raw.quarantined_events`. */
+  quarantined?: readonly { row: number; id: string; reason: string; text: string }[];
 }
 
-/** What {@link RawEventWriter.append} wrote, for the caller's checks. */
-export interface AppendResult {
-  /** Rows inserted into raw.events. */
+/** What {@link RawEventWriter.load} wrote, for the caller's checks. */
+export interface LoadResult {
+  /** Rows inserted into raw.events (the file's rows). */
   inserted: number;
   /** Position of the last row (the new stream high-water mark). */
   lastPosition: number;
-  /** Batch index of each inserted row, in position order. */
-  indexOf: Int32Array;
-  /** High and low 32 bits of each inserted row's `hash(event_id)`, in position order. */
+  /** High and low 32 bits of each row's `hash(event_id)`, by file row. */
   hashHi: Uint32Array;
   hashLo: Uint32Array;
-  /** Batch indexes whose stored envelope DuckDB's JSON reader refuses. */
-  refused: number[];
 }
 
-/**
- * `publishedTime` texts that the appender's own cast reads exactly as `TRY_CAST(… AS
- * TIMESTAMPTZ)` does: ISO 8601 in UTC (`Z`), at most microseconds. The appender ignores a
- * UTC offset (measured: `+02:00` was read as UTC), so any other text is cast by DuckDB in SQL.
- */
-const UTC_ISO_TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,6})?Z$/;
-
-/** No `publishedTime` text to look up (the usual page: every text is UTC_ISO_TIMESTAMP). */
-const NO_TIMES: ReadonlyMap<string, DuckDBTimestampTZValue | null> = new Map();
-
-/** The distinct `publishedTime` texts of a page that {@link UTC_ISO_TIMESTAMP} does not cover. */
-function otherPublishedTimes(times: readonly (string | null)[]): Set<string> {
-  const texts = new Set<string>();
-  for (const t of times) if (t !== null && !UTC_ISO_TIMESTAMP.test(t)) texts.add(t);
-  return texts;
+/** DuckDB could not load a batch file; {@link RawEventWriter.refusedRows} tells whether its JSON was the reason. */
+export class LoadFailed extends Error {
+  constructor(override readonly cause: unknown) {
+    super('the batch file could not be loaded');
+  }
 }
-
-/** Append a text value, or NULL. */
-function appendText(appender: DuckDBAppender, value: string | null | undefined): void {
-  if (value === null || value === undefined) appender.appendNull();
-  else appender.appendVarchar(value);
-}
-
-const NO_SKIP: ReadonlySet<number> = new Set();
-const NO_QUARANTINE: ReadonlyMap<number, QuarantinedEvent> = new Map();
 
 /** Writes batches into `raw.events`. One instance per open {@link Warehouse}. */
 export class RawEventWriter {
   constructor(private readonly wh: Warehouse) {}
 
   /**
-   * Append the events of `opts.pages` (in order, minus `skip`) at contiguous positions, their
-   * id hashes to `etl.event_ids`, quarantined texts to `raw.quarantined_events`. Call inside
+   * Load `opts.file` into `raw.events` at contiguous positions, its id hashes into
+   * `etl.event_ids`, the quarantined texts into `raw.quarantined_events`. Call inside
    * {@link Warehouse.transaction}.
    *
-   * @returns what was written and what the caller must check before it commits
-   * @throws {WarehouseError} DuckDB failed (exit 7)
+   * @returns what was written and the id hashes the caller must check before it commits
+   * @throws {LoadFailed} DuckDB refused the file's insert (e.g. an envelope its JSON reader
+   *   refuses): the transaction is aborted; roll back, then ask {@link refusedRows}
+   * @throws {WarehouseError} DuckDB failed otherwise (exit 7)
    */
-  async append(opts: AppendOptions): Promise<AppendResult> {
-    const { streamId, basePosition, runId } = opts;
-    const skip = opts.skip ?? NO_SKIP;
-    const quarantine = opts.quarantine ?? NO_QUARANTINE;
-    const extractedAt = new Date().toISOString();
-    const total = opts.pages.reduce((n, p) => n + p.events.count, 0);
-    const indexOf = new Int32Array(total - skip.size);
-    const quarantined: { position: number; id: string; reason: string; text: string }[] = [];
+  async load(opts: LoadOptions): Promise<LoadResult> {
+    const { streamId, basePosition, runId, file } = opts;
+    file.flush();
     failpoint('extract.before-append');
-    // A page at a time: appended and flushed into the transaction's storage.
-    let appender: DuckDBAppender | undefined;
-    let position = basePosition;
-    let index = 0;
     try {
-      for (const page of opts.pages) {
-        const cols = page.events;
-        const times = cols.all(cols.publishedTime);
-        let otherTimes = NO_TIMES;
-        const texts = otherPublishedTimes(times);
-        if (texts.size > 0) {
-          // A query on the connection: with no appender open on it.
-          const open = appender;
-          appender = undefined;
-          open?.closeSync();
-          otherTimes = await this.castPublishedTimes(texts);
-        }
-        appender ??= await this.wh.connection().createAppender('events', 'raw');
-        const n = cols.count;
-        for (let i = 0; i < n; i += 1, index += 1) {
-          if (skip.has(index)) continue;
-          indexOf[position - basePosition] = index;
-          position += 1;
-          const q = quarantine.get(index);
-          const id = cols.id(i);
-          if (q !== undefined) quarantined.push({ position, id, reason: q.reason, text: cols.envelope(i) });
-          appender.appendVarchar(streamId);
-          appender.appendBigInt(BigInt(position));
-          appender.appendVarchar(id);
-          appendText(appender, q === undefined ? cols.type(i) : q.type);
-          const published = times[i];
-          if (published === null || published === undefined || (q !== undefined && !published.isWellFormed())) appender.appendNull();
-          else if (UTC_ISO_TIMESTAMP.test(published)) {
-            try {
-              appender.appendVarchar(published);
-            } catch {
-              appender.appendNull(); // e.g. 2026-02-30T…Z: TRY_CAST gives NULL too
-            }
-          } else {
-            const value = otherTimes.get(published);
-            if (value === null || value === undefined) appender.appendNull();
-            else appender.appendTimestampTZ(value);
-          }
-          appendText(appender, q === undefined ? cols.message(i) : q.message);
-          appender.appendVarchar(q === undefined ? cols.envelope(i) : q.envelope);
-          appender.appendVarchar(runId);
-          appender.appendVarchar(extractedAt);
-          appender.endRow();
-        }
-        appender.flushSync();
-      }
-      const last = appender;
-      appender = undefined;
-      last?.closeSync();
+      await this.wh.run(
+        `insert into raw.events
+         select $1, $2 + pos, ${decodedField('id')}, ${decodedField('type')}, try_cast(${decodedField('published')} as timestamptz),
+                message, envelope, $3, $4::timestamptz
+         from ${batchFileReader(file.path, file.longestRow, true)}`,
+        [streamId, BigInt(basePosition), runId, opts.extractedAt.toISOString()],
+      );
     } catch (err) {
-      try {
-        appender?.closeSync();
-      } catch {
-        // the transaction is rolled back anyway
-      }
-      throw err;
+      throw new LoadFailed(err);
     }
     failpoint('extract.mid-append');
-    for (const q of quarantined) {
-      await this.wh.run('insert into raw.quarantined_events values (?, ?, ?, ?, ?, ?, now())', [streamId, q.position, q.id, q.reason, q.text, runId]);
+    for (const q of opts.quarantined ?? []) {
+      await this.wh.run('insert into raw.quarantined_events values (?, ?, ?, ?, ?, ?, now())', [streamId, basePosition + q.row + 1, q.id, q.reason, q.text, runId]);
     }
-    // The id hashes go to etl.event_ids and come back in the same statement. No ORDER BY (a
-    // sort of the batch under the extract's small memory cap): each row says where it goes.
+    // The id hashes go to etl.event_ids and come back in the same statement, computed from the
+    // batch file again (not read back from raw.events, whose blocks would stay in DuckDB's cache).
     const [at, hi, lo] = await this.wh.columns<[number, number, number]>(
       `insert into etl.event_ids
-       select stream_id, hash(event_id), stream_position from raw.events
-       where stream_id = ? and stream_position > ?
+       select $1, hash(${decodedField('id')}), $2 + pos from ${batchFileReader(file.path, file.longestRow, false)}
        returning (stream_position - ${basePosition + 1})::integer, (id_hash >> 32)::uinteger, (id_hash & 4294967295::ubigint)::uinteger`,
-      [streamId, basePosition],
+      [streamId, BigInt(basePosition)],
     );
-    const inserted = position - basePosition;
+    const inserted = file.rows;
+    if (at.length !== inserted) throw new Error(`a batch file of ${inserted} rows loaded ${at.length} (bug)`);
     const hashHi = new Uint32Array(inserted);
     const hashLo = new Uint32Array(inserted);
     for (let r = 0; r < at.length; r += 1) {
@@ -193,18 +110,23 @@ export class RawEventWriter {
       hashHi[k] = hi[r]!;
       hashLo[k] = lo[r]!;
     }
-    // DuckDB's JSON reader judges every envelope that holds an escape: the only texts that
-    // JSON.parse accepts and DuckDB refuses are escapes (docs/ingest.md "Quarantine").
-    let refused: number[] = [];
-    if (opts.pages.some((p) => p.events.hasEscape)) {
-      const [bad] = await this.wh.columns<[number]>(
-        `select (stream_position - ?)::integer from raw.events
-         where stream_id = ? and stream_position > ? and contains(envelope::varchar, '\\') and not json_valid(envelope)`,
-        [basePosition + 1, streamId, basePosition],
-      );
-      refused = bad.map((k) => indexOf[k]!);
-    }
-    return { inserted, lastPosition: position, indexOf, hashHi, hashLo, refused };
+    return { inserted, lastPosition: basePosition + inserted, hashHi, hashLo };
+  }
+
+  /**
+   * The rows of `file` whose `envelope` or `message` DuckDB's JSON reader refuses (after a
+   * {@link LoadFailed}, outside the aborted transaction). Empty when the load failed for
+   * another reason.
+   *
+   * @throws {WarehouseError} DuckDB cannot even read the file (exit 7)
+   */
+  async refusedRows(file: BatchFile): Promise<number[]> {
+    file.flush();
+    const [rows] = await this.wh.columns<[number]>(
+      `select (pos - 1)::integer from ${batchFileReader(file.path, file.longestRow, false)}
+       where try_cast(envelope as json) is null or (message is not null and try_cast(message as json) is null)`,
+    );
+    return rows;
   }
 
   /**
@@ -232,30 +154,5 @@ export class RawEventWriter {
       `select (id_hash >> 32)::uinteger, (id_hash & 4294967295::ubigint)::uinteger from etl.event_ids where stream_id = ?`,
       [streamId],
     );
-  }
-
-  /**
-   * `TRY_CAST(t AS TIMESTAMPTZ)` of each text (see {@link otherPublishedTimes}), as appender
-   * values: microseconds since the epoch, ±infinity, or null when unparseable. One query, the
-   * texts bound as one list.
-   */
-  private async castPublishedTimes(texts: ReadonlySet<string>): Promise<Map<string, DuckDBTimestampTZValue | null>> {
-    const out = new Map<string, DuckDBTimestampTZValue | null>();
-    // A text that is not valid Unicode cannot be bound; TRY_CAST would give null anyway.
-    const list = [...texts].filter((t) => t.isWellFormed());
-    for (const t of texts) out.set(t, null);
-    if (list.length === 0) return out;
-    const rows = await this.wh.all<{ i: bigint | number; us: bigint | number | null; inf: number }>(
-      `select i, epoch_us(ts) as us, case when isinf(ts) then (case when ts > 'epoch'::timestamptz then 1 else -1 end) else 0 end as inf
-       from (select generate_subscripts($1::varchar[], 1) as i, try_cast(unnest($1::varchar[]) as timestamptz) as ts)`,
-      [listValue(list)],
-    );
-    for (const r of rows) {
-      const text = list[Number(r.i) - 1]!;
-      if (r.inf === 1) out.set(text, DuckDBTimestampTZValue.PosInf);
-      else if (r.inf === -1) out.set(text, DuckDBTimestampTZValue.NegInf);
-      else out.set(text, r.us === null ? null : new DuckDBTimestampTZValue(BigInt(r.us)));
-    }
-    return out;
   }
 }

@@ -51,7 +51,7 @@ describe('BatchWriter and RawEventWriter (docs/ingest.md "How a batch is written
     const w = await batchWriter();
     const e2 = '{ "id" : "a", "name": "x", "eventType": "v1.patient.statusChanged", "unknownKey": {"deep": [1, 2]} , "message": {"b": 2,  "a": 1} }';
     const r = await w.write([page(1, [ev('z'), e2]), page(2, [{ id: 'm', name: 'v1.patient.created', publishedTime: '2026-01-05T10:00:00+02:00', message: { a: 1 } }])]);
-    expect(r).toEqual({ inserted: 3, duplicates: 0, quarantined: 0, lastPosition: 3 });
+    expect(r).toEqual({ inserted: 3, duplicates: 0, quarantined: 0, lastPosition: 3, pages: 2 });
     const rows = await wh.all<{ p: bigint; id: string; t: string; pt: string | null; env: string; msg: string; eid: string }>(
       `select stream_position as p, event_id as id, event_type as t, strftime(published_time, '%Y-%m-%dT%H:%M:%S.%gZ') as pt,
               envelope::varchar as env, message::varchar as msg, envelope->>'id' as eid from raw.events order by stream_position`,
@@ -81,7 +81,7 @@ describe('BatchWriter and RawEventWriter (docs/ingest.md "How a batch is written
     const w = await batchWriter();
     await w.write([page(1, [ev('a'), ev('b'), ev('a')])]);
     const r2 = await w.write([page(2, [ev('b'), ev('c')])]);
-    expect(r2).toEqual({ inserted: 1, duplicates: 1, quarantined: 0, lastPosition: 3 });
+    expect(r2).toEqual({ inserted: 1, duplicates: 1, quarantined: 0, lastPosition: 3, pages: 1 });
     expect(await ids()).toEqual(['a', 'b', 'c']);
   });
 
@@ -127,7 +127,7 @@ describe('BatchWriter and RawEventWriter (docs/ingest.md "How a batch is written
     const bad = '{"id":"q1","eventType":"v1.patient.statusChanged","publishedTime":"2026-01-05T08:00:00.123Z","message":{"patientStatus":"preScreening","referralSubjectId":"RS-1","note":"x\\ud800y"}}';
     const bad2 = '{"id":"q2","eventType":"v1.patient.statusChanged\\udfff","message":{"\\udbff":1}}';
     const r = await w.write([page(1, [ev('a'), bad, ev('b'), bad2])]);
-    expect(r).toEqual({ inserted: 4, duplicates: 0, quarantined: 2, lastPosition: 4 });
+    expect(r).toEqual({ inserted: 4, duplicates: 0, quarantined: 2, lastPosition: 4, pages: 1 });
     expect(await ids()).toEqual(['a', 'q1', 'b', 'q2']);
     expect(await count('select count(*) as n from raw.events where not json_valid(envelope) or not json_valid(message)')).toBe(0);
     const stored = await wh.all<{ env: string; status: string; note: string; t: string }>(

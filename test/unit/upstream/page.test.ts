@@ -83,4 +83,25 @@ describe('readEventsPage: one reading of a page (docs/ingest.md "How a page is r
     expect(cols.all(cols.message).map((m) => (m === null ? null : JSON.parse(m)))).toEqual([events[0]!.message, null, 'text', null]);
     expect(readEventsPage('{"events": [ ], "pagination": {"nextPage": "n", "hasNextPage": false}}').events.count).toBe(0);
   });
+
+  it('offsets are bytes of the body as received: characters outside ASCII, a surrogate pair, a byte order mark the decoder removed', () => {
+    const events = [
+      '{"id":"é1","eventType":"v1.patient.created","message":{"n":"naïve € 😀 日本"}}',
+      '{"id":"b","publishedTime":"2026-01-05T08:00:00Z","message":{"emoji":"😀😀"},"x":"ü"}',
+    ];
+    const body = `{"before":"😀 €","events":[${events.join(', ')}],"pagination":{"nextPage":"n","hasNextPage":false}}`;
+    for (const bytes of [Buffer.from(body, 'utf8'), Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(body, 'utf8')])]) {
+      const { events: cols } = readEventsPage(body, bytes);
+      expect(cols.all(cols.envelope)).toEqual(events);
+      expect(cols.all(cols.id)).toEqual(['é1', 'b']);
+      expect(cols.all(cols.message)).toEqual(['{"n":"naïve € 😀 日本"}', '{"emoji":"😀😀"}']);
+      expect(cols.all(cols.publishedTime)).toEqual([null, '2026-01-05T08:00:00Z']);
+    }
+  });
+
+  it('the cursor is a string of its own, not a slice that keeps the page body alive', () => {
+    const r = readEventsPage(page('{"id":"a"}', '{"nextPage":"http://h/rpi/events?cursor=abcdefghijklmnopqrstuvwxyz","hasNextPage":true}'));
+    expect(r.nextPage).toBe('http://h/rpi/events?cursor=abcdefghijklmnopqrstuvwxyz');
+  });
 });
+

@@ -1,0 +1,127 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { join } from 'node:path';
+import { statSync } from 'node:fs';
+import { Warehouse } from '../../../src/warehouse/Warehouse.js';
+import { BatchFile, batchFileReader, decodedField } from '../../../src/warehouse/BatchFile.js';
+import { readEventsPage, type PageEvents } from '../../../src/upstream/page.js';
+import { tempDir } from '../../helpers/tmp.js';
+
+/** The events of a page whose `events` array holds `texts` as sent, read as the client reads it (body bytes as UTF-8). */
+function eventsOf(texts: string[], sep = ','): PageEvents {
+  const body = `{"events":[${texts.join(sep)}],"pagination":{"nextPage":"n","hasNextPage":false}}`;
+  return readEventsPage(body, Buffer.from(body, 'utf8')).events;
+}
+
+interface Row {
+  pos: bigint;
+  id: string;
+  type: string | null;
+  published: string | null;
+  message: string | null;
+  envelope: string;
+}
+
+describe('BatchFile: a batch of events as rows DuckDB loads (docs/ingest.md "How a batch is written")', () => {
+  let tmp: ReturnType<typeof tempDir>;
+  let wh: Warehouse;
+  let n = 0;
+  beforeEach(async () => {
+    tmp = tempDir();
+    wh = await Warehouse.open(join(tmp.dir, 'w.duckdb'));
+  });
+  afterEach(async () => {
+    await wh.close();
+    tmp.cleanup();
+  });
+
+  const fileOf = (...pages: PageEvents[]): BatchFile => {
+    const f = BatchFile.create(join(tmp.dir, `${(n += 1)}.rows`));
+    for (const p of pages) f.appendPage(p);
+    f.flush();
+    return f;
+  };
+  /** The rows as DuckDB reads them, fields decoded as the loader decodes them. */
+  const read = (f: BatchFile, json = false): Promise<Row[]> =>
+    wh.all<Row>(
+      `select pos, ${decodedField('id')} as id, ${decodedField('type')} as type, ${decodedField('published')} as published,
+              message::varchar as message, envelope::varchar as envelope
+       from ${batchFileReader(f.path, f.longestRow, json)} order by pos`,
+    );
+
+  it('DuckDB reads back exactly what the page reader read: escapes, control characters, empty strings, nulls, other JSON values', async () => {
+    const texts = [
+      '{"id":"plain","eventType":"v1.patient.created","publishedTime":"2026-01-05T08:00:00.123Z","message":{"a":1}}',
+      '{"id":"e\\u0000\\u0001\\u001f\\n\\"\\\\\\/\\u00e9\\ud83d\\ude00","eventType":"t\\t","publishedTime":"\\u0032026","message":"a string"}',
+      '{"id":"empty-type","eventType":"","publishedTime":"","message":null}',
+      '{"id":"no-type","name":"v1.patient.contactAttempt.created","publishedTime":12345,"message":[1,{"b":null}]}',
+      '{"id":"nothing"}',
+      '{"id":"non-ascii é €","eventType":"v1.patient.created","message":{"note":"naïve 😀 \\u2028"},"extra":"日本"}',
+    ];
+    const events = eventsOf(texts);
+    const rows = await read(fileOf(events));
+    expect(rows.map((r) => Number(r.pos))).toEqual([1, 2, 3, 4, 5, 6]);
+    expect(rows.map((r) => r.id)).toEqual(events.all(events.id));
+    expect(rows.map((r) => r.type)).toEqual(events.all(events.type));
+    expect(rows.map((r) => r.published)).toEqual(events.all(events.publishedTime));
+    expect(rows.map((r) => r.message)).toEqual(events.all(events.message));
+    expect(rows.map((r) => r.envelope)).toEqual(texts);
+    expect(rows[2]!.type).toBe(''); // an empty string is not NULL
+    expect(rows[4]!.type).toBeNull();
+    expect(rows[1]!.id).toBe('e\u0000\u0001\u001f\n"\\/\u00e9\ud83d\ude00');
+  });
+
+  it('a page with line breaks (pretty-printed JSON) keeps them in message, envelope and a publishedTime that is not a string', async () => {
+    const body = JSON.stringify(
+      { events: [{ id: 'a', eventType: 't', publishedTime: { at: [1, 2] }, message: { x: 'y', z: [1, 2] } }, { id: 'b', message: 'm' }], pagination: { nextPage: 'n', hasNextPage: false } },
+      null,
+      '\t',
+    ).replaceAll('\n', '\r\n');
+    const events = readEventsPage(body, Buffer.from(body, 'utf8')).events;
+    expect(events.hasLineBreak).toBe(true);
+    const rows = await read(fileOf(events), true);
+    expect(rows.map((r) => r.envelope)).toEqual(events.all(events.envelope));
+    expect(rows.map((r) => r.message)).toEqual(events.all(events.message));
+    expect(rows.map((r) => r.published)).toEqual(events.all(events.publishedTime));
+    expect(rows[0]!.envelope).toContain('\r\n\t');
+  });
+
+  it('positions run on across pages; readRow gives back the texts of any row', async () => {
+    const p1 = eventsOf(['{"id":"a","eventType":"t","message":{"k":"\\u0000"}}', '{"id":"b\\u0001"}']);
+    const p2 = eventsOf(['{"id":"c","eventType":"","publishedTime":"x"}']);
+    const f = fileOf(p1, p2);
+    expect(f.rows).toBe(3);
+    expect((await read(f)).map((r) => [Number(r.pos), r.id])).toEqual([[1, 'a'], [2, 'b\u0001'], [3, 'c']]);
+    expect(f.readRow(0)).toEqual({ id: 'a', type: 't', publishedTime: null, message: '{"k":"\\u0000"}', envelope: '{"id":"a","eventType":"t","message":{"k":"\\u0000"}}' });
+    expect(f.readRow(1)).toEqual({ id: 'b\u0001', type: null, publishedTime: null, message: null, envelope: '{"id":"b\\u0001"}' });
+    expect(f.readRow(2)).toEqual({ id: 'c', type: '', publishedTime: 'x', message: null, envelope: '{"id":"c","eventType":"","publishedTime":"x"}' });
+  });
+
+  it('appendFrom renumbers: rows left out, rows replaced by another form (their id and publishedTime kept as sent)', async () => {
+    const f = fileOf(eventsOf(['{"id":"a"}', '{"id":"b\\n","publishedTime":"2026-01-05T08:00:00Z","message":{"n":"\\ud800"}}', '{"id":"c"}', '{"id":"d"}']));
+    const g = BatchFile.create(join(tmp.dir, 'again.rows'));
+    const rowsOf = g.appendFrom(f, 3, (k) => (k === 0 ? 'skip' : k === 1 ? { envelope: '{"id":"b\\n","message":{"n":"\ufffd"}}', message: '{"n":"\ufffd"}', type: 'x\u0007' } : 'keep'));
+    g.flush();
+    expect([...rowsOf]).toEqual([1, 2]);
+    const rows = await read(g, true);
+    expect(rows.map((r) => [Number(r.pos), r.id, r.type, r.published, r.message])).toEqual([
+      [1, 'b\n', 'x\u0007', '2026-01-05T08:00:00Z', '{"n":"\ufffd"}'],
+      [2, 'c', null, null, null],
+    ]);
+  });
+
+  it('a row of tens of megabytes is read whole', async () => {
+    const big = `{"id":"big","eventType":"t","message":{"pad":"${'x'.repeat(12_000_000)}"}}`;
+    const f = fileOf(eventsOf([big, '{"id":"small"}']));
+    expect(f.longestRow).toBeGreaterThan(24_000_000);
+    const rows = await wh.all<{ id: string; n: bigint }>(`select id, length(envelope) as n from ${batchFileReader(f.path, f.longestRow, true)} order by pos`);
+    expect(rows.map((r) => [r.id, Number(r.n)])).toEqual([['big', big.length], ['small', 14]]);
+  });
+
+  it('is created 0600 and removed with remove()', () => {
+    const f = fileOf(eventsOf(['{"id":"a"}']));
+    expect(statSync(f.path).mode & 0o777).toBe(0o600);
+    f.remove();
+    f.remove();
+    expect(() => statSync(f.path)).toThrow();
+  });
+});
