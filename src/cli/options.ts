@@ -11,7 +11,7 @@
 import type { Argv, Options } from 'yargs';
 import { ConfigSchema, OPTION_GROUPS, OPTIONS, optionsFor, type CommandName, type OptionSpec } from '../config/config.js';
 import { EXIT_CODE_HELP } from '../errors.js';
-import { MOCK_API_FLAGS } from '../simulator/index.js';
+import { MOCK_API_FLAGS } from '../simulator/mockApiFlags.js';
 
 /** The help text under every command's options: where values come from, and the exit codes. */
 export const HELP_EPILOGUE: string = [

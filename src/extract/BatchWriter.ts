@@ -1,8 +1,8 @@
 /**
  * Commits batches of pages to one stream (`docs/ingest.md` "How a batch is written"): the
  * events and the cursor after the batch's last page in one transaction (exactly once), the
- * repeat check against the stream's id hashes held in memory ({@link SeenIds}), redeliveries
- * compared by JSON value, and events DuckDB cannot store as JSON quarantined.
+ * repeat check against the stream's id hashes (`etl.event_ids`), redeliveries compared by JSON
+ * value, and events DuckDB cannot store as JSON quarantined.
  *
  * A batch is a {@link BatchFile} that its pages are written to as they arrive, loaded by
  * DuckDB in one statement. When the checks find something, the transaction is rolled back
@@ -20,13 +20,12 @@ import { failpoint } from '../failpoints.js';
 import type { Logger } from '../log/logger.js';
 import type { PageEvents } from '../upstream/page.js';
 import { BatchFile } from '../warehouse/BatchFile.js';
-import { LoadFailed, type LoadResult, type QuarantinedEvent, RawEventWriter } from '../warehouse/RawEventWriter.js';
+import { LoadFailed, type QuarantinedEvent, RawEventWriter } from '../warehouse/RawEventWriter.js';
 import type { StreamStore } from '../warehouse/StreamStore.js';
 import type { Warehouse } from '../warehouse/Warehouse.js';
 import { wideBatch } from './batches.js';
 import { quarantinedForm } from './quarantine.js';
 import { sameJson } from './sameJson.js';
-import { SeenIds } from './SeenIds.js';
 
 /** One fetched page, to be added to a batch. */
 export interface FetchedPage {
@@ -100,19 +99,11 @@ class WriteAgain extends Error {
   constructor(
     /** Batch rows whose JSON DuckDB refused. */
     readonly refused: readonly number[],
-    /** Batch rows whose id hash was seen before, and every row's hash by batch row. */
+    /** Batch rows whose id hash the stream or an earlier row held: maybe redeliveries. */
     readonly hits: readonly number[],
-    readonly hashes?: RowHashes,
   ) {
     super('write the batch again');
   }
-}
-
-/** Each batch row's id hash as high and low halves, and whether the row was loaded (skipped rows were not). */
-interface RowHashes {
-  hi: Uint32Array;
-  lo: Uint32Array;
-  loaded: Uint8Array;
 }
 
 /** Writes of one batch at most: the usual one, then quarantine repaired, minimal, redeliveries. */
@@ -127,7 +118,7 @@ interface Checks {
   skip: Set<number>;
   /** Events written in their quarantined form. */
   quarantine: Map<number, Quarantine>;
-  /** Events whose id hash hit but whose id is not on the stream (a fingerprint collision). */
+  /** Events whose id hash hit but whose id is not on the stream (a hash collision). */
   distinct: Set<number>;
 }
 
@@ -166,18 +157,15 @@ export class BatchWriter {
 
   private constructor(
     private readonly opts: BatchWriterOptions,
-    private seen: SeenIds,
     private readonly dir: string,
   ) {
     this.writer = new RawEventWriter(opts.wh);
     this.position = opts.position;
   }
 
-  /** Load the stream's id hashes (one pass over `etl.event_ids` for the stream); empty the batch folder. */
+  /** A writer for the stream; empties the batch folder (what a killed run left). */
   static async open(opts: BatchWriterOptions): Promise<BatchWriter> {
-    const writer = new RawEventWriter(opts.wh);
-    const seen = await SeenIds.load(writer.idHashes(opts.streamId), opts.position);
-    return new BatchWriter(opts, seen, ingestFolder(opts.wh));
+    return new BatchWriter(opts, ingestFolder(opts.wh));
   }
 
   /** A new, empty batch (its file in the batch folder). */
@@ -243,7 +231,6 @@ export class BatchWriter {
     const pages = batch.pages.slice(0, pageCount);
     const rows = pages.reduce((n, p) => n + p.rows, 0);
     const checks: Checks = { skip: new Set(), quarantine: new Map(), distinct: new Set() };
-    if (!this.seen.fits(rows)) this.seen = await SeenIds.load(this.writer.idHashes(this.opts.streamId), this.seen.size + rows);
     for (let write = 1; ; write += 1) {
       // The batch's own file the first time; later a file written from it with what the checks found.
       let file = batch.file;
@@ -271,7 +258,6 @@ export class BatchWriter {
     const { wh, store, streamId, runId } = this.opts;
     const row = (j: number): number => (rowsOf === undefined ? j : rowsOf[j]!);
     const last = pages[pages.length - 1]!;
-    const batchRows = pages.reduce((n, p) => n + p.rows, 0);
     const quarantined: { row: number; id: string; reason: string; text: string }[] = [];
     for (let j = 0; j < file.rows; j += 1) {
       const q = checks.quarantine.get(row(j));
@@ -280,18 +266,16 @@ export class BatchWriter {
     try {
       const loaded = await wh.transaction(async () => {
         const r = await this.writer.load({ streamId, basePosition: this.position, file, runId, extractedAt: new Date(), quarantined });
-        const hits = this.repeats(r, row, checks.distinct);
-        if (hits.length > 0) throw new WriteAgain([], hits, this.hashesByRow(r, row, batchRows));
+        const hits = r.repeats.map(row).filter((k) => !checks.distinct.has(k));
+        if (hits.length > 0) throw new WriteAgain([], hits);
         await store.saveCursor(streamId, last.nextPage, last.hasNextPage, r.lastPosition);
         failpoint('extract.before-commit');
         return r;
       });
-      this.seen.commit();
       failpoint('extract.after-commit');
       this.position = loaded.lastPosition;
       return { inserted: loaded.inserted, duplicates: checks.skip.size, quarantined: quarantined.length, lastPosition: loaded.lastPosition, pages: pages.length };
     } catch (err) {
-      this.seen.rollback();
       if (err instanceof WriteAgain) return err;
       if (!(err instanceof LoadFailed)) throw err;
       // DuckDB's JSON reader refused an event, or the load failed for another reason: which one.
@@ -313,50 +297,20 @@ export class BatchWriter {
     this.opts.logger.debug({ stream: this.opts.streamId, refused: found.refused.length, repeats: found.hits.length }, 'batch written again after its checks');
   }
 
-  /** Batch rows whose id hash is on the stream or earlier in the batch (adds the rest, tentatively). */
-  private repeats(r: LoadResult, row: (j: number) => number, distinct: ReadonlySet<number>): number[] {
-    const hits: number[] = [];
-    for (let j = 0; j < r.inserted; j += 1) {
-      if (!this.seen.tryAdd(r.hashHi[j]!, r.hashLo[j]!) && !distinct.has(row(j))) hits.push(row(j));
-    }
-    return hits;
-  }
-
-  /** Each batch row's id hash, from a load's rows. */
-  private hashesByRow(r: LoadResult, row: (j: number) => number, rows: number): RowHashes {
-    const hi = new Uint32Array(rows);
-    const lo = new Uint32Array(rows);
-    const loaded = new Uint8Array(rows);
-    for (let j = 0; j < r.inserted; j += 1) {
-      hi[row(j)] = r.hashHi[j]!;
-      lo[row(j)] = r.hashLo[j]!;
-      loaded[row(j)] = 1;
-    }
-    return { hi, lo, loaded };
-  }
-
   /**
    * Compare each row whose id hash hit with the event of that id already stored (or earlier in
    * the batch): the same JSON value is a redelivery, skipped; another value breaks the
    * stream's immutability (docs/upstream.md "Stream properties"); no such id is a hash
-   * collision, written. Reads back only the rows that share a hit's 64-bit hash.
+   * collision, written. Reads back only the rows that carry a hit's id.
    */
   private async resolveRepeats(batch: Batch, pages: readonly PageEntry[], found: WriteAgain, checks: Checks): Promise<void> {
-    const { hi, lo, loaded } = found.hashes!;
-    const key = (k: number): string => `${hi[k]}:${lo[k]}`;
-    const keys = new Set(found.hits.map(key));
-    const candidates = new Map<number, { id: string; envelope: string }>();
-    for (let k = 0; k < hi.length; k += 1) {
-      if (loaded[k] === 1 && keys.has(key(k))) {
-        const sent = batch.file.readRow(k);
-        candidates.set(k, { id: sent.id, envelope: sent.envelope });
-      }
-    }
-    const ids = new Set(found.hits.map((h) => candidates.get(h)!.id));
-    const stored = await this.writer.storedEnvelopes(this.opts.streamId, [...ids]);
+    const ids = [...new Set(found.hits.map((k) => batch.file.readRow(k).id))];
+    const stored = await this.writer.storedEnvelopes(this.opts.streamId, ids);
     const first = new Map<string, string>();
-    for (const [k, { id, envelope }] of candidates) {
-      if (!ids.has(id) || checks.skip.has(k)) continue;
+    const rows = pages.reduce((n, p) => n + p.rows, 0);
+    for (const k of await this.writer.rowsWithIds(batch.file, ids)) {
+      if (k >= rows || checks.skip.has(k)) continue;
+      const { id, envelope } = batch.file.readRow(k);
       const before = stored.get(id) ?? first.get(id);
       if (before === undefined) {
         first.set(id, envelope);

@@ -20,6 +20,9 @@ import { type Batch, BatchWriter } from './BatchWriter.js';
 import { batchComplete, DEFAULT_BATCH_PAGES } from './batches.js';
 import { defineStream } from './streamDefinition.js';
 
+/** Full batches that may wait for DuckDB while the next one is filled (`docs/ingest.md` "Batches"). */
+const QUEUED_BATCHES = 2;
+
 /** Options of {@link extractEvents}. */
 export interface ExtractOptions {
   wh: Warehouse;
@@ -138,27 +141,28 @@ export async function extractEvents(opts: ExtractOptions): Promise<ExtractResult
     logger.debug({ stream: def.streamId, pages: r.pages, events: r.inserted, position: r.lastPosition }, 'batch committed');
   };
 
-  // Pipelining: DuckDB loads batch k on its own threads while the pages of batch k+1 are
-  // fetched and written to its file. Batches still commit one after the other, in order,
-  // each with its cursor. After a failed write nothing later is written.
-  let inFlight: Promise<void> | undefined;
+  // Pipelining: DuckDB loads batch k while the pages of the next batches are fetched and
+  // written to their files; up to QUEUED_BATCHES full batches wait their turn, so that
+  // neither side waits for the other's slow moments. Batches still commit one after the
+  // other, in order, each with its cursor. After a failed write nothing later is written.
+  const queued: Promise<void>[] = [];
   let writeFailed = false;
   const settle = async (): Promise<void> => {
-    const p = inFlight;
-    inFlight = undefined;
-    if (p) await p;
+    while (queued.length > 0) await queued.shift();
   };
   const startCommit = async (): Promise<void> => {
-    await settle();
     if (batch.pages.length === 0) return;
     const full = batch;
     batch = writer.begin();
-    const p = commit(full).catch((err: unknown) => {
+    const previous = queued[queued.length - 1];
+    const p = (previous ?? Promise.resolve()).then(() => commit(full)).catch((err: unknown) => {
       writeFailed = true;
+      full.file.remove();
       throw err;
     });
-    p.catch(() => undefined); // observed by the next settle()
-    inFlight = p;
+    p.catch(() => undefined); // observed by settle()
+    queued.push(p);
+    while (queued.length > QUEUED_BATCHES) await queued.shift();
   };
 
   const streamOpts = {

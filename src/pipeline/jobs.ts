@@ -14,7 +14,7 @@ import { extractEvents, type ExtractResult } from '../extract/extractEvents.js';
 import { snapshotSites, type SnapshotSitesResult } from '../extract/snapshotSites.js';
 import { exportParquet, type Manifest } from '../export/exportParquet.js';
 import { runTransform, type TransformResult } from '../transform/runTransform.js';
-import { writeReport, type ReportResult } from '../report/writeReport.js';
+import type { ReportResult } from '../report/writeReport.js';
 import { HttpClient } from '../upstream/http.js';
 import { TokenProvider } from '../upstream/auth.js';
 import { EventsClient } from '../upstream/events.js';
@@ -33,11 +33,15 @@ import { resolve } from 'node:path';
 /**
  * DuckDB settings while the extract stage runs, set once around it (`docs/performance.md`
  * "Settings"): a small memory cap (DuckDB loads a batch file row group by row group and needs
- * little of its memory, and it keeps blocks cached up to its limit) and no vacuum at its
- * checkpoints (see `Warehouse` on `max_vacuum_tasks`).
+ * little of its memory, and it keeps blocks cached up to its limit), one thread (a batch file
+ * is read in order; a second thread only spins beside the HTTP client and the page reader),
+ * and no dictionary compression (event ids and JSON texts are all distinct: its analysis of
+ * every row group costs time and never wins).
  */
 export const EXTRACT_SETTINGS: Readonly<Record<string, string>> = Object.freeze({
   memory_limit: '24MB',
+  threads: '1',
+  disabled_compression_methods: 'dictionary,dict_fsst',
 });
 
 /**
@@ -323,6 +327,8 @@ export async function runJob(command: string, stages: readonly Stage[], ctx: Job
       }
       throwIfAborted(ctx.signal);
       if (stages.includes('report')) {
+        // Loaded here: the charting libraries cost the other commands time and memory at start-up.
+        const { writeReport } = await import('../report/writeReport.js');
         result.report = await stage('report', (p) =>
           writeReport({ wh, exportDir: config.exportDir, worklistRows: config.reportWorklistRows, runId, logger, progress: p, modes: readerModes(config.fileMode) }),
         );

@@ -2,9 +2,10 @@
  * The one reading of an events page (docs/upstream.md "Event envelope", "Reading the stream", "Versioning and open sets"): what the job checks and what it
  * stores come from this module. The rules are those of `docs/ingest.md` "How a page is read":
  *
- * 1. The body must be JSON (RFC 8259): `JSON.parse` is the grammar check and nothing more;
- *    its values are not used. A body that is not JSON is unreadable (retried, exit 4).
- * 2. One scanner then reads the members the job uses, with one set of rules: names are
+ * 1. The body must be JSON (RFC 8259), exactly what `JSON.parse` accepts: checked here, in
+ *    the same walk that reads the page, so no parsed copy of it is built. A body that is not
+ *    JSON is unreadable (retried, exit 4), whatever else is wrong with it.
+ * 2. The same walk reads the members the job uses, with one set of rules: names are
  *    compared after unescaping (`"\u0069d"` is `id`); a name the job reads (`events`,
  *    `pagination` at the top, `nextPage`, `hasNextPage` in `pagination`, `id`, `eventType`,
  *    `name`, `publishedTime`, `message` in an event) given twice in one object breaks the
@@ -178,19 +179,25 @@ function contract(what: string): UpstreamContractError {
   return new UpstreamContractError(`events response breaks the contract (${what})`);
 }
 
+/** Any control character: the usual body holds none, and one pass over it says so. */
+const CONTROL = /[\u0000-\u001f]/;
 /** Control characters JSON allows nowhere (white space aside, which it allows only outside strings). */
 const FORBIDDEN_CONTROL = /[\u0000-\u0008\u000b\u000c\u000e-\u001f]/;
-const WHITESPACE_CONTROL = /[\t\n\r]/;
 const HEX = /^[0-9a-fA-F]{4}$/;
 
 /**
  * The checks of the grammar that look at characters, not structure: no control character but
  * white space, and every backslash a valid escape. Escapes can only lie inside strings in a
  * body whose structure is valid, so one walk over the backslashes decides them.
+ *
+ * @returns whether the body holds a tab, CR or LF: white space that strings must not hold raw
  */
-function checkCharacters(s: string): void {
-  const bad = FORBIDDEN_CONTROL.exec(s);
-  if (bad) syntax(bad.index);
+function checkCharacters(s: string): boolean {
+  const control = CONTROL.exec(s);
+  if (control !== null) {
+    const bad = FORBIDDEN_CONTROL.exec(s.slice(control.index));
+    if (bad) syntax(control.index + bad.index);
+  }
   for (let i = s.indexOf('\\'); i >= 0; ) {
     const c = s.charCodeAt(i + 1);
     if (c === 117) {
@@ -200,6 +207,7 @@ function checkCharacters(s: string): void {
       i = s.indexOf('\\', i + 2);
     } else syntax(i);
   }
+  return control !== null;
 }
 
 /**
@@ -504,8 +512,7 @@ function isNull(s: string, a: number, b: number): boolean {
  */
 export function readEventsPage(body: string, bytes?: Buffer): PageContent {
   const s = body;
-  checkCharacters(s);
-  const ws = WHITESPACE_CONTROL.test(s);
+  const ws = checkCharacters(s);
   let i = skipWhitespace(s, 0);
   if (i >= s.length) syntax(i);
   // Breaks of the contract are thrown once the whole body is known to be JSON.

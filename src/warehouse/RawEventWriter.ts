@@ -4,11 +4,12 @@
  * caller rolls back).
  *
  * A batch arrives as a {@link BatchFile}: DuckDB's CSV reader loads it in one statement, on
- * DuckDB's threads, at the positions after the stream's last one. `message` and `envelope` are
- * cast to JSON there, so DuckDB's JSON reader judges every event (the quarantine check); the
- * id hashes go to `etl.event_ids` and come back for the repeat check; events to quarantine
- * have their text as sent stored in `raw.quarantined_events`. Why a file and not DuckDB's
- * appender: `docs/performance.md` "How the extract works".
+ * DuckDB's own thread while the extract goes on fetching, at the positions after the stream's
+ * last one. `message` and `envelope` are read as JSON there, so DuckDB's JSON reader judges
+ * every event (the quarantine check); the id hashes go to `etl.event_ids` and are probed for
+ * the repeat check; events to quarantine have their text as sent stored in
+ * `raw.quarantined_events`. Why a file and not DuckDB's appender: `docs/performance.md` "How
+ * the extract works".
  *
  * @module
  */
@@ -48,9 +49,11 @@ export interface LoadResult {
   inserted: number;
   /** Position of the last row (the new stream high-water mark). */
   lastPosition: number;
-  /** High and low 32 bits of each row's `hash(event_id)`, by file row. */
-  hashHi: Uint32Array;
-  hashLo: Uint32Array;
+  /**
+   * File rows whose `hash(event_id)` the stream already held, or an earlier row of the file:
+   * maybe a redelivery, to be compared exactly (usually none).
+   */
+  repeats: number[];
 }
 
 /** DuckDB could not load a batch file; {@link RawEventWriter.refusedRows} tells whether its JSON was the reason. */
@@ -93,24 +96,22 @@ export class RawEventWriter {
     for (const q of opts.quarantined ?? []) {
       await this.wh.run('insert into raw.quarantined_events values (?, ?, ?, ?, ?, ?, now())', [streamId, basePosition + q.row + 1, q.id, q.reason, q.text, runId]);
     }
-    // The id hashes go to etl.event_ids and come back in the same statement, computed from the
-    // batch file again (not read back from raw.events, whose blocks would stay in DuckDB's cache).
-    const [at, hi, lo] = await this.wh.columns<[number, number, number]>(
+    // The id hashes go to etl.event_ids; one probe of the stream's hashes finds the rows whose
+    // hash came before (docs/ingest.md "Redeliveries"): it costs the batch plus one scan of
+    // the stream's 8-byte hashes, and holds nothing in memory between batches.
+    await this.wh.run(
       `insert into etl.event_ids
-       select $1, hash(${decodedField('id')}), $2 + pos from ${batchFileReader(file.path, file.longestRow, false)}
-       returning (stream_position - ${basePosition + 1})::integer, (id_hash >> 32)::uinteger, (id_hash & 4294967295::ubigint)::uinteger`,
+       select stream_id, hash(event_id), stream_position from raw.events
+       where stream_id = $1 and stream_position > $2`,
       [streamId, BigInt(basePosition)],
     );
-    const inserted = file.rows;
-    if (at.length !== inserted) throw new Error(`a batch file of ${inserted} rows loaded ${at.length} (bug)`);
-    const hashHi = new Uint32Array(inserted);
-    const hashLo = new Uint32Array(inserted);
-    for (let r = 0; r < at.length; r += 1) {
-      const k = at[r]!;
-      hashHi[k] = hi[r]!;
-      hashLo[k] = lo[r]!;
-    }
-    return { inserted, lastPosition: basePosition + inserted, hashHi, hashLo };
+    const [repeats] = await this.wh.columns<[number]>(
+      `select (n.stream_position - ${basePosition + 1})::integer from etl.event_ids n
+       where n.stream_id = $1 and n.stream_position between ${basePosition + 1} and ${basePosition + file.rows}
+         and exists (select 1 from etl.event_ids o where o.stream_id = $1 and o.id_hash = n.id_hash and o.stream_position < n.stream_position)`,
+      [streamId],
+    );
+    return { inserted: file.rows, lastPosition: basePosition + file.rows, repeats };
   }
 
   /**
@@ -146,13 +147,16 @@ export class RawEventWriter {
   }
 
   /**
-   * Every id hash on the stream as high and low 32-bit halves, a chunk at a time (to fill
-   * the extract's in-memory set at its start).
+   * The rows of `file` (ascending) whose `id` is one of `ids`, for the redelivery check of a
+   * batch whose rows repeat an id hash.
    */
-  async *idHashes(streamId: string): AsyncGenerator<[number[], number[]]> {
-    yield* this.wh.streamColumns<[number, number]>(
-      `select (id_hash >> 32)::uinteger, (id_hash & 4294967295::ubigint)::uinteger from etl.event_ids where stream_id = ?`,
-      [streamId],
+  async rowsWithIds(file: BatchFile, ids: readonly string[]): Promise<number[]> {
+    file.flush();
+    const [rows] = await this.wh.columns<[number]>(
+      `select (pos - 1)::integer from ${batchFileReader(file.path, file.longestRow, false)}
+       where ${decodedField('id')} in (select unnest(?::varchar[])) order by pos`,
+      [listValue([...ids])],
     );
+    return rows;
   }
 }

@@ -103,8 +103,8 @@ describe('recruit-etl as a process', () => {
     }
   });
 
-  it("the bin runs through its shebang, with the V8 heap flags the extract's memory relies on", () => {
-    expect(readFileSync(CLI, 'utf8').split('\n')[0]).toBe('#!/usr/bin/env -S node --max-semi-space-size=4 --heap-growing-percent=20');
+  it("the bin runs through its shebang, with the V8 heap flags and the allocator setting the extract's memory relies on", () => {
+    expect(readFileSync(CLI, 'utf8').split('\n')[0]).toBe('#!/usr/bin/env -S MALLOC_ARENA_MAX=2 node --max-semi-space-size=4 --heap-growing-percent=20');
     const r = spawnSync(CLI, ['--help'], { encoding: 'utf8' });
     expect(r.status).toBe(0);
     expect(r.stdout).toContain('recruit-etl <command> [options]');

@@ -5,7 +5,7 @@
  * @module
  */
 import type { Argv, CommandModule } from 'yargs';
-import { MOCK_API_FAULT_HELP, MOCK_API_FLAGS, mockApiOptionsFromFlags, startMockApi, type MockApiFlagValues } from '../../simulator/index.js';
+import { MOCK_API_FAULT_HELP, MOCK_API_FLAGS, mockApiOptionsFromFlags, type MockApiFlagValues } from '../../simulator/mockApiFlags.js';
 import { coerceOptions, envName, optionsFor, resolveConfig, type Config, type OptionSpec } from '../../config/config.js';
 import { createLogger } from '../../log/logger.js';
 import { ConfigError } from '../../errors.js';
@@ -68,6 +68,8 @@ export function mockApiCommand(ctx: CliContext): CommandModule {
       const logger = createLogger({ level: logLevel });
       warnUnknownVariables(logger, unknownVariables);
       const options = mockApiOptionsFromFlags(flags);
+      // Loaded here: the simulator's code costs every other command memory at start-up.
+      const { startMockApi } = await import('../../simulator/index.js');
       let api;
       try {
         api = await startMockApi({ ...options, logger });

@@ -108,8 +108,8 @@ describe('BatchWriter and RawEventWriter (docs/ingest.md "How a batch is written
   it('an id hash already on the stream whose id is not (a hash collision) is written, not skipped', async () => {
     const w0 = await batchWriter();
     await w0.write([page(1, [ev('a')])]);
-    // A stored hash of an id that raw.events does not hold: the in-memory set hits, the exact check finds no such id.
-    await wh.run("insert into etl.event_ids values ('s1', hash('ghost'), 99)");
+    // A stored hash of an id that raw.events does not hold: the probe hits, the exact check finds no such id.
+    await wh.run("insert into etl.event_ids values ('s1', hash('ghost'), 1)");
     const w = await batchWriter();
     const r = await w.write([page(2, [ev('ghost'), ev('b')])]);
     expect([r.inserted, r.duplicates]).toEqual([2, 0]);
