@@ -15,11 +15,9 @@ export const DEFAULT_BATCH_PAGES = 1000;
  */
 export const BATCH_MAX_BYTES = 32 * 1024 * 1024;
 
-/**
- * A row longer than this (8 KiB) makes its batch wide: it holds a text DuckDB stores out of
- * line, and DuckDB needs memory in proportion to such a batch until a checkpoint.
- */
-export const WIDE_ROW_BYTES = 8 * 1024;
+import { WIDE_ROW_BYTES } from '../warehouse/BatchFile.js';
+
+export { WIDE_ROW_BYTES };
 
 /** Size of a wide batch's file at which it ends (4 MiB): a page of wide events is a batch of its own. */
 export const WIDE_BATCH_BYTES = 4 * 1024 * 1024;
@@ -38,7 +36,10 @@ export function batchComplete(pages: number, bytes: number, longestRow: number, 
   return pages >= batchPages || bytes >= (wideBatch(longestRow) ? WIDE_BATCH_BYTES : BATCH_MAX_BYTES);
 }
 
-/** Whether a batch whose longest row is `longestRow` bytes is wide (see {@link WIDE_ROW_BYTES}). */
+/**
+ * Whether a batch whose longest row is `longestRow` bytes is wide (see {@link WIDE_ROW_BYTES}):
+ * DuckDB holds its rows in memory, several times their size, until a checkpoint.
+ */
 export function wideBatch(longestRow: number): boolean {
   return longestRow > WIDE_ROW_BYTES;
 }

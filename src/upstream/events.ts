@@ -29,6 +29,8 @@ export interface EventFilter {
 
 /** Longest `nextPage` followed, in characters (16 KiB). */
 export const MAX_CURSOR_LENGTH = 16 * 1024;
+/** A page larger than this (4 MiB) is not fetched ahead of: see {@link PageStreamOptions.prefetch}. */
+export const PREFETCH_MAX_BYTES = 4 * 1024 * 1024;
 /** Default of {@link PageStreamOptions.maxEmptyPages} (`--max-empty-pages`). */
 export const DEFAULT_MAX_EMPTY_PAGES = 1000;
 
@@ -198,7 +200,7 @@ export interface PageStreamOptions {
   signal?: AbortSignal;
   /** Stream name used in error messages and logs; default `events`. */
   label?: string;
-  /** Fetch page n+1 while the caller handles page n. Default true. */
+  /** Fetch page n+1 while the caller handles page n (not after a page over {@link PREFETCH_MAX_BYTES}). Default true. */
   prefetch?: boolean;
   /**
    * Consecutive pages without an event, `hasNextPage` true, after which the stream breaks the
@@ -302,9 +304,11 @@ export async function* pageStream(client: EventsClient, startUrl: string, opts: 
         );
       }
       const nextNo = pageNo + 1;
-      if (prefetch) pending = fetchNumbered(next, nextNo);
+      // A large page is not fetched ahead of: two of them at once would double the memory.
+      const ahead = prefetch && page.bytes <= PREFETCH_MAX_BYTES;
+      if (ahead) pending = fetchNumbered(next, nextNo);
       yield page;
-      if (!prefetch) pending = fetchNumbered(next, nextNo);
+      if (!ahead) pending = fetchNumbered(next, nextNo);
       pageNo = nextNo;
     }
   } finally {

@@ -57,7 +57,8 @@ export interface HttpPolicy {
    */
   maxRetryAfterMs: number;
   /**
-   * Largest response body accepted, bytes. Default 64 MiB. A bigger body fails at once with
+   * Largest response body accepted, bytes. Default 16 MiB: the extract's memory grows with its
+   * largest page (`docs/performance.md` "Wide events"). A bigger body fails at once with
    * {@link UpstreamUnavailableError} and is NOT retried: the same URL returns the same page
    * again, so the fix is a smaller `--page-size` (or a larger limit), not another try.
    */
@@ -81,7 +82,7 @@ export const DEFAULT_HTTP_POLICY: Readonly<HttpPolicy> = Object.freeze({
   minRetryDelayMs: 500,
   maxRetryDelayMs: 30_000,
   maxRetryAfterMs: 120_000,
-  maxResponseBytes: 64 * 1024 * 1024,
+  maxResponseBytes: 16 * 1024 * 1024,
 });
 
 /** Construction options of {@link HttpClient}; everything is injectable for tests. */
@@ -441,6 +442,9 @@ export class HttpClient {
     }
     const chunks: Buffer[] = [];
     let bytes = 0;
+    // A declared length gets one buffer filled as chunks arrive: no second copy of a large body.
+    const whole = Number.isSafeInteger(declared) && declared > 0 ? Buffer.allocUnsafe(declared) : undefined;
+    let filled = 0;
     let timedOut = false;
     const timer = setTimeout(() => {
       timedOut = true;
@@ -448,9 +452,10 @@ export class HttpClient {
     }, totalMs);
     try {
       for await (const chunk of res.body as AsyncIterable<Buffer>) {
+        if (bytes + chunk.length > limit) throw this.oversize(method, where);
+        if (whole !== undefined && chunks.length === 0 && bytes + chunk.length <= whole.length) filled += chunk.copy(whole, bytes);
+        else chunks.push(chunk);
         bytes += chunk.length;
-        if (bytes > limit) throw this.oversize(method, where);
-        chunks.push(chunk);
       }
     } catch (err) {
       if (timedOut) throw new TransientBodyError(`body total timeout (not complete within ${totalMs} ms of the response head; ${bytes} bytes received)`);
@@ -460,7 +465,9 @@ export class HttpClient {
       // Leaves nothing half read on the connection (a no-op once the body has ended).
       if (!res.body.readableEnded) res.body.destroy();
     }
-    const body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, bytes);
+    // undici fails a body longer or shorter than declared (retried); the rest is for safety.
+    const head = whole === undefined ? [] : [whole.subarray(0, filled)];
+    const body = chunks.length === 0 ? head[0] ?? Buffer.alloc(0) : head.length === 0 && chunks.length === 1 ? chunks[0]! : Buffer.concat([...head, ...chunks], bytes);
     try {
       return { text: UTF8.decode(body), body, bytes };
     } catch {

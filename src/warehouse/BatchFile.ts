@@ -16,6 +16,10 @@
  *   quoted with 0x01 when the page holds a line break (JSON text never holds a byte 0x01).
  * - Absent or JSON null is an empty field (NULL); an empty string is an empty quoted field.
  *
+ * A file that holds a row over {@link WIDE_ROW_BYTES} is cut into parts of about
+ * {@link PART_BYTES} (at row boundaries; positions run on), each loaded by a statement of its
+ * own: DuckDB holds a statement's wide rows in memory several times over while it reads them.
+ *
  * @module
  */
 import { closeSync, openSync, readSync, rmSync, writeSync } from 'node:fs';
@@ -36,20 +40,30 @@ const DIRECT_BYTES = 1 << 16;
 const MAX_FILE_BYTES = 2 ** 31 - 1;
 
 /**
+ * A row longer than this (8 KiB) is wide: it holds a text that DuckDB stores out of line, and
+ * DuckDB needs memory in proportion to the wide rows of a statement and of a transaction.
+ */
+export const WIDE_ROW_BYTES = 8 * 1024;
+
+/** Size of a part of a file that holds a wide row (4 MiB; see {@link BatchFile}). */
+export const PART_BYTES = 4 * 1024 * 1024;
+
+/**
  * `read_csv(…)` of a batch file, every option explicit (nothing sniffed), one thread (a line
  * may be longer than DuckDB's parallel reader handles).
  *
- * @param path the file
+ * @param paths the file, or its parts in order
  * @param longestRow its longest row, bytes: DuckDB's reader needs a line and its buffer larger
  * @param json `message` and `envelope` as JSON: DuckDB's JSON reader judges each one as it
  *   reads it (the load fails on one it refuses); else as text
  */
-export function batchFileReader(path: string, longestRow: number, json: boolean): string {
+export function batchFileReader(paths: readonly string[], longestRow: number, json: boolean): string {
   const maxLine = Math.max(2 * 1024 * 1024, longestRow + 1024);
   const buffer = Math.max(1024 * 1024, maxLine + 1024);
   const text = json ? 'JSON' : 'VARCHAR';
   const columns = `{'pos': 'BIGINT', 'id': 'VARCHAR', 'type': 'VARCHAR', 'published': 'VARCHAR', 'message': '${text}', 'envelope': '${text}'}`;
-  return `read_csv(${sqlString(path)}, columns = ${columns}, header = false, auto_detect = false,
+  const files = paths.length === 1 ? sqlString(paths[0]!) : `[${paths.map(sqlString).join(', ')}]`;
+  return `read_csv(${files}, columns = ${columns}, header = false, auto_detect = false,
     delim = '\x1f', quote = '\x01', escape = '\x01', new_line = '\\n', allow_quoted_nulls = false,
     compression = 'none', parallel = false, max_line_size = ${maxLine}, buffer_size = ${buffer})`;
 }
@@ -96,16 +110,20 @@ export class BatchFile {
   rows = 0;
   /** Length of the longest row, bytes. */
   longestRow = 0;
-  private fd: number;
-  /** Bytes handed to the file so far (the scratch not included). */
+  /** The files of the batch: the first at the path given, then its parts `<path>.1`, `<path>.2`, … */
+  readonly paths: string[] = [];
+  private readonly fds: number[] = [];
+  /** Where each part starts, in bytes of the whole batch. */
+  private readonly partStarts: number[] = [];
+  /** Bytes handed to the files so far (the scratch not included). */
   private written = 0;
   private scratch = Buffer.allocUnsafe(SCRATCH_BYTES);
   private used = 0;
-  /** Byte offset of each row's start, and of the end after the last row. */
+  /** Byte offset (in the whole batch) of each row's start, and of the end after the last row. */
   private starts = new Int32Array(1024);
 
   private constructor(readonly path: string) {
-    this.fd = openSync(path, 'wx+', 0o600);
+    this.openPart();
   }
 
   /** A new, empty file at `path` (mode 0600; it must not exist). */
@@ -113,9 +131,20 @@ export class BatchFile {
     return new BatchFile(path);
   }
 
-  /** Size of the file so far, bytes. */
+  /** Size of the batch so far, bytes. */
   get bytes(): number {
     return this.written + this.used;
+  }
+
+  private openPart(): void {
+    const path = this.paths.length === 0 ? this.path : `${this.path}.${this.paths.length}`;
+    this.fds.push(openSync(path, 'wx+', 0o600));
+    this.paths.push(path);
+    this.partStarts.push(this.bytes);
+  }
+
+  private get fd(): number {
+    return this.fds[this.fds.length - 1]!;
   }
 
   /** Append one row per event of `events`, in order; positions continue the file's. */
@@ -197,7 +226,7 @@ export class BatchFile {
     return { id: field(1)!, type: field(2), publishedTime: field(3), message: field(4), envelope: field(5)! };
   }
 
-  /** Write out what is collected; the file is then complete for a reader. */
+  /** Write out what is collected; the files are then complete for a reader. */
   flush(): void {
     if (this.used === 0) return;
     writeSync(this.fd, this.scratch, 0, this.used);
@@ -205,25 +234,28 @@ export class BatchFile {
     this.used = 0;
   }
 
-  /** Close and delete the file. Idempotent. */
+  /** Close and delete the files. Idempotent. */
   remove(): void {
-    if (this.fd >= 0) {
-      closeSync(this.fd);
-      this.fd = -1;
-    }
-    rmSync(this.path, { force: true });
+    for (const fd of this.fds.splice(0)) closeSync(fd);
+    for (const path of this.paths) rmSync(path, { force: true });
   }
 
   /** The bytes of row `k`, its newline included. */
   private rowBytes(k: number): Buffer {
     const a = this.starts[k]!;
     const e = this.starts[k + 1]!;
+    let part = this.partStarts.length - 1;
+    while (this.partStarts[part]! > a) part -= 1;
     const out = Buffer.allocUnsafe(e - a);
-    readSync(this.fd, out, 0, e - a, a);
+    readSync(this.fds[part]!, out, 0, e - a, a - this.partStarts[part]!);
     return out;
   }
 
   private beginRow(): void {
+    if (this.longestRow > WIDE_ROW_BYTES && this.bytes - this.partStarts[this.partStarts.length - 1]! >= PART_BYTES) {
+      this.flush();
+      this.openPart();
+    }
     if (this.starts.length < this.rows + 2) {
       const grown = new Int32Array(this.starts.length * 2);
       grown.set(this.starts);

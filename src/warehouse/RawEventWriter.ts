@@ -82,13 +82,15 @@ export class RawEventWriter {
     file.flush();
     failpoint('extract.before-append');
     try {
-      await this.wh.run(
-        `insert into raw.events
-         select $1, $2 + pos, ${decodedField('id')}, ${decodedField('type')}, try_cast(${decodedField('published')} as timestamptz),
-                message, envelope, $3, $4::timestamptz
-         from ${batchFileReader(file.path, file.longestRow, true)}`,
-        [streamId, BigInt(basePosition), runId, opts.extractedAt.toISOString()],
-      );
+      for (const part of file.paths) {
+        await this.wh.run(
+          `insert into raw.events
+           select $1, $2 + pos, ${decodedField('id')}, ${decodedField('type')}, try_cast(${decodedField('published')} as timestamptz),
+                  message, envelope, $3, $4::timestamptz
+           from ${batchFileReader([part], file.longestRow, true)}`,
+          [streamId, BigInt(basePosition), runId, opts.extractedAt.toISOString()],
+        );
+      }
     } catch (err) {
       throw new LoadFailed(err);
     }
@@ -124,7 +126,7 @@ export class RawEventWriter {
   async refusedRows(file: BatchFile): Promise<number[]> {
     file.flush();
     const [rows] = await this.wh.columns<[number]>(
-      `select (pos - 1)::integer from ${batchFileReader(file.path, file.longestRow, false)}
+      `select (pos - 1)::integer from ${batchFileReader(file.paths, file.longestRow, false)}
        where try_cast(envelope as json) is null or (message is not null and try_cast(message as json) is null)`,
     );
     return rows;
@@ -153,7 +155,7 @@ export class RawEventWriter {
   async rowsWithIds(file: BatchFile, ids: readonly string[]): Promise<number[]> {
     file.flush();
     const [rows] = await this.wh.columns<[number]>(
-      `select (pos - 1)::integer from ${batchFileReader(file.path, file.longestRow, false)}
+      `select (pos - 1)::integer from ${batchFileReader(file.paths, file.longestRow, false)}
        where ${decodedField('id')} in (select unnest(?::varchar[])) order by pos`,
       [listValue([...ids])],
     );

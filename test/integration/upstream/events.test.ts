@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { AuthError, UpstreamContractError, UpstreamUnavailableError } from '../../../src/errors.js';
 import { TokenProvider } from '../../../src/upstream/auth.js';
-import { EventsClient, firstPageUrl, pageStream, type EventsPage } from '../../../src/upstream/events.js';
+import { EventsClient, firstPageUrl, pageStream, PREFETCH_MAX_BYTES, type EventsPage } from '../../../src/upstream/events.js';
 import { HttpClient } from '../../../src/upstream/http.js';
 import { captureLogger, fakeSleep, pageBody, sendJson, startStub, type Stub, type StubHandler } from './stub.js';
 
@@ -308,4 +308,23 @@ describe('secrets canary', () => {
     expect(everything).not.toContain('SUBJ-CANARY');
     expect(everything).not.toContain('?');
   });
+
+  it(`a page over ${PREFETCH_MAX_BYTES} bytes is not fetched ahead of: the next request waits for the caller`, async () => {
+    const auth = await tokenServer();
+    let api: Stub;
+    const pad = 'x'.repeat(PREFETCH_MAX_BYTES);
+    api = await stub((_req, res, _b, n) =>
+      sendJson(res, 200, pageBody([ev(`e${n}`, n === 1 ? { message: { pad } } : {})], `${api.origin}/rpi/events?p=${n + 1}`, n < 3)),
+    );
+    const { client } = setup(api, auth);
+    const held: number[] = [];
+    for await (const p of pageStream(client, `${api.origin}/rpi/events?p=1`)) {
+      await new Promise((r) => setTimeout(r, 50));
+      held.push(api.requests.length);
+      expect(p.events.count).toBe(1);
+    }
+    // While the caller held page 1 (large) nothing more was asked; while it held page 2 (small), page 3 was.
+    expect(held).toEqual([1, 3, 3]);
+  });
 });
+

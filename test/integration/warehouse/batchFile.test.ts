@@ -2,7 +2,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { join } from 'node:path';
 import { statSync } from 'node:fs';
 import { Warehouse } from '../../../src/warehouse/Warehouse.js';
-import { BatchFile, batchFileReader, decodedField } from '../../../src/warehouse/BatchFile.js';
+import { BatchFile, batchFileReader, decodedField, PART_BYTES } from '../../../src/warehouse/BatchFile.js';
 import { readEventsPage, type PageEvents } from '../../../src/upstream/page.js';
 import { tempDir } from '../../helpers/tmp.js';
 
@@ -45,7 +45,7 @@ describe('BatchFile: a batch of events as rows DuckDB loads (docs/ingest.md "How
     wh.all<Row>(
       `select pos, ${decodedField('id')} as id, ${decodedField('type')} as type, ${decodedField('published')} as published,
               message::varchar as message, envelope::varchar as envelope
-       from ${batchFileReader(f.path, f.longestRow, json)} order by pos`,
+       from ${batchFileReader(f.paths, f.longestRow, json)} order by pos`,
     );
 
   it('DuckDB reads back exactly what the page reader read: escapes, control characters, empty strings, nulls, other JSON values', async () => {
@@ -113,8 +113,23 @@ describe('BatchFile: a batch of events as rows DuckDB loads (docs/ingest.md "How
     const big = `{"id":"big","eventType":"t","message":{"pad":"${'x'.repeat(12_000_000)}"}}`;
     const f = fileOf(eventsOf([big, '{"id":"small"}']));
     expect(f.longestRow).toBeGreaterThan(24_000_000);
-    const rows = await wh.all<{ id: string; n: bigint }>(`select id, length(envelope) as n from ${batchFileReader(f.path, f.longestRow, true)} order by pos`);
+    const rows = await wh.all<{ id: string; n: bigint }>(`select id, length(envelope) as n from ${batchFileReader(f.paths, f.longestRow, true)} order by pos`);
     expect(rows.map((r) => [r.id, Number(r.n)])).toEqual([['big', big.length], ['small', 14]]);
+  });
+
+  it('a file with a row over 8 KiB is cut into parts of about 4 MiB at row boundaries: positions run on, every row reads back', async () => {
+    const wide = (i: number) => `{"id":"w${i}","eventType":"t","message":{"pad":"${String(i).repeat(200_000)}"}}`;
+    const f = fileOf(eventsOf([...Array.from({ length: 30 }, (_, i) => wide(i)), '{"id":"last"}']));
+    expect(f.paths.length).toBeGreaterThan(2);
+    expect(f.paths[0]).toBe(f.path);
+    expect(f.paths.every((p) => statSync(p).size <= PART_BYTES + f.longestRow)).toBe(true);
+    const rows = await read(f, true);
+    expect(rows.map((r) => [Number(r.pos), r.id])).toEqual([...Array.from({ length: 30 }, (_, i) => [i + 1, `w${i}`]), [31, 'last']]);
+    expect(f.readRow(17).id).toBe('w17');
+    expect(f.readRow(30).envelope).toBe('{"id":"last"}');
+    const narrow = fileOf(eventsOf(Array.from({ length: 20_000 }, (_, i) => `{"id":"n${i}","message":{"x":"${'y'.repeat(300)}"}}`)));
+    expect(narrow.bytes).toBeGreaterThan(PART_BYTES);
+    expect(narrow.paths).toEqual([narrow.path]);
   });
 
   it('is created 0600 and removed with remove()', () => {
