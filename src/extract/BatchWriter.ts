@@ -35,8 +35,6 @@ export interface FetchedPage {
   /** The page's `nextPage` and `hasNextPage`: the cursor to store once it is committed. */
   nextPage: string;
   hasNextPage: boolean;
-  /** Body size in bytes. */
-  bytes: number;
 }
 
 /** What a batch keeps of a page once its events are in the batch file. */
@@ -52,13 +50,23 @@ interface PageEntry {
 export class Batch {
   /** @internal the pages, in order */
   readonly pages: PageEntry[] = [];
+  /** A page could not be written whole (its file may end in part of it): never to be committed. */
+  broken = false;
 
   /** @internal use {@link BatchWriter.begin} */
   constructor(readonly file: BatchFile) {}
 
-  /** Write the page's events to the batch file; the page itself is not kept. */
+  /**
+   * Write the page's events to the batch file; the page itself is not kept.
+   * @throws {WarehouseError} the disk refused the write (exit 7); the batch is then broken
+   */
   add(page: FetchedPage): void {
-    this.file.appendPage(page.events);
+    try {
+      this.file.appendPage(page.events);
+    } catch (err) {
+      this.broken = true;
+      throw err;
+    }
     this.pages.push({ pageNumber: page.pageNumber, nextPage: page.nextPage, hasNextPage: page.hasNextPage, rows: page.events.count });
   }
 
@@ -179,15 +187,14 @@ export class BatchWriter {
   }
 
   /**
-   * Commit `batch` (or `pages`, as one batch) with the cursor after its last page; its file is
-   * removed either way.
+   * Commit `b` with the cursor after its last page; its file is removed either way.
    *
    * @throws {PageContractError} an id sent again with another JSON value (docs/upstream.md "Stream properties"): the pages
    *   before its page are committed first, with their cursor
    * @throws {WarehouseError} DuckDB failed (exit 7)
    */
-  async write(batch: Batch | readonly FetchedPage[]): Promise<BatchResult> {
-    const b = batch instanceof Batch ? batch : this.batchOf(batch);
+  async write(b: Batch): Promise<BatchResult> {
+    if (b.broken) throw new Error('a broken batch cannot be committed (bug)');
     const held = wideBatch(b.file.longestRow);
     try {
       return await this.writePages(b, b.pages.length, held);
@@ -204,12 +211,6 @@ export class BatchWriter {
     } finally {
       b.file.remove();
     }
-  }
-
-  private batchOf(pages: readonly FetchedPage[]): Batch {
-    const b = this.begin();
-    for (const p of pages) b.add(p);
-    return b;
   }
 
   private newFile(): BatchFile {
@@ -235,11 +236,11 @@ export class BatchWriter {
       // The batch's own file the first time; later a file written from it with what the checks found.
       let file = batch.file;
       let rowsOf: Int32Array | undefined;
-      if (write > 1 || rows < batch.file.rows) {
-        file = this.newFile();
-        rowsOf = file.appendFrom(batch.file, rows, (k) => (checks.skip.has(k) ? 'skip' : (checks.quarantine.get(k) ?? 'keep')));
-      }
       try {
+        if (write > 1 || rows < batch.file.rows) {
+          file = this.newFile();
+          rowsOf = file.appendFrom(batch.file, rows, (k) => (checks.skip.has(k) ? 'skip' : (checks.quarantine.get(k) ?? 'keep')));
+        }
         const r = await this.heldIf(held || write > 1, () => this.attempt(file, rowsOf, pages, checks));
         if (!(r instanceof WriteAgain)) return r;
         if (write >= MAX_WRITES) throw new Error(`a batch still failed its checks after ${write} writes`);

@@ -4,6 +4,7 @@
  *
  * @module
  */
+import { WIDE_ROW_BYTES } from '../warehouse/BatchFile.js';
 
 /** Default of `--batch-pages`, the most pages a batch takes. */
 export const DEFAULT_BATCH_PAGES = 1000;
@@ -15,9 +16,6 @@ export const DEFAULT_BATCH_PAGES = 1000;
  */
 export const BATCH_MAX_BYTES = 32 * 1024 * 1024;
 
-import { WIDE_ROW_BYTES } from '../warehouse/BatchFile.js';
-
-export { WIDE_ROW_BYTES };
 
 /** Size of a wide batch's file at which it ends (4 MiB): a page of wide events is a batch of its own. */
 export const WIDE_BATCH_BYTES = 4 * 1024 * 1024;

@@ -177,7 +177,7 @@ export async function extractEvents(opts: ExtractOptions): Promise<ExtractResult
       result.bytes += page.bytes;
       fetchedEvents += page.events.count;
       progress.update({ pages: result.pages, events: fetchedEvents });
-      batch.add({ events: page.events, pageNumber: result.pages, nextPage: page.nextPage, hasNextPage: page.hasNextPage, bytes: page.bytes });
+      batch.add({ events: page.events, pageNumber: result.pages, nextPage: page.nextPage, hasNextPage: page.hasNextPage });
       if (!page.hasNextPage || batchComplete(batch.pages.length, batch.bytes, batch.file.longestRow, batchPages)) await startCommit();
       if (opts.signal?.aborted || writeFailed) break; // a failed write surfaces below at once
     }
@@ -194,7 +194,7 @@ export async function extractEvents(opts: ExtractOptions): Promise<ExtractResult
     }
     // Pages fetched whole before a fetch failure are valid: keep them (unless a write failed,
     // which would leave a gap), then report the failure.
-    if (!writeFailed && batch.pages.length > 0 && !opts.wh.busy) {
+    if (!writeFailed && !batch.broken && batch.pages.length > 0 && !opts.wh.busy) {
       try {
         const rest = batch;
         batch = writer.begin();

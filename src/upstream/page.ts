@@ -518,7 +518,8 @@ export function readEventsPage(body: string, bytes?: Buffer): PageContent {
   // Breaks of the contract are thrown once the whole body is known to be JSON.
   let problem: UpstreamContractError | undefined;
   let events: EventsRead | undefined;
-  const found = [-1, -1, -1, -1];
+  /** Where the value of `events` and of `pagination` starts, -1 when absent. */
+  const found = [-1, -1];
   if (s.charCodeAt(i) !== OPEN_OBJ) {
     i = skipValue(s, i, ws);
     problem = contract('(root): not an object');
@@ -526,21 +527,21 @@ export function readEventsPage(body: string, bytes?: Buffer): PageContent {
     i = forEachMember(s, i, ws, (ka, kb, va) => {
       const k = nameIndex(s, ka, kb, PAGE_NAMES);
       if (k < 0) return undefined;
-      if (found[2 * k]! >= 0) {
+      if (found[k]! >= 0) {
         problem ??= twice('the page', PAGE_NAMES, k);
         return undefined;
       }
-      found[2 * k] = va;
+      found[k] = va;
       if (k === 0 && s.charCodeAt(va) === OPEN_ARR) {
         events = readEvents(s, va, ws);
-        return (found[1] = events.end);
+        return events.end;
       }
-      return (found[2 * k + 1] = skipValue(s, va, ws));
+      return undefined;
     });
   }
   if (skipWhitespace(s, i) < s.length) syntax(skipWhitespace(s, i));
   if (problem) throw problem;
-  const [ea, , pa] = found as [number, number, number, number];
+  const [ea, pa] = found as [number, number];
   if (ea < 0) throw contract('events: missing');
   if (events === undefined) throw contract('events: not an array');
   if (pa < 0) throw contract('pagination: missing');

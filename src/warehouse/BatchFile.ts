@@ -23,6 +23,7 @@
  * @module
  */
 import { closeSync, openSync, readSync, rmSync, writeSync } from 'node:fs';
+import { WarehouseError } from '../errors.js';
 import { EVENT_SLOTS, hasEscapeByte, PART, type PageEvents } from '../upstream/page.js';
 import { sqlString } from './Warehouse.js';
 
@@ -138,9 +139,23 @@ export class BatchFile {
 
   private openPart(): void {
     const path = this.paths.length === 0 ? this.path : `${this.path}.${this.paths.length}`;
-    this.fds.push(openSync(path, 'wx+', 0o600));
+    try {
+      this.fds.push(openSync(path, 'wx+', 0o600));
+    } catch (err) {
+      throw diskError(err, path);
+    }
     this.paths.push(path);
     this.partStarts.push(this.bytes);
+  }
+
+  /** Write `b[a, a + n)` whole to the current part (a short write is written on). */
+  private writeAll(b: Buffer, a: number, n: number): void {
+    try {
+      for (let done = 0; done < n; ) done += writeSync(this.fd, b, a + done, n - done);
+    } catch (err) {
+      throw diskError(err, this.paths[this.paths.length - 1]!);
+    }
+    this.written += n;
   }
 
   private get fd(): number {
@@ -229,14 +244,19 @@ export class BatchFile {
   /** Write out what is collected; the files are then complete for a reader. */
   flush(): void {
     if (this.used === 0) return;
-    writeSync(this.fd, this.scratch, 0, this.used);
-    this.written += this.used;
+    this.writeAll(this.scratch, 0, this.used);
     this.used = 0;
   }
 
-  /** Close and delete the files. Idempotent. */
+  /** Close and delete the files. Idempotent; never throws (a file left behind goes with the batch folder). */
   remove(): void {
-    for (const fd of this.fds.splice(0)) closeSync(fd);
+    for (const fd of this.fds.splice(0)) {
+      try {
+        closeSync(fd);
+      } catch {
+        // already closed, or the disk failed: the descriptor is gone either way
+      }
+    }
     for (const path of this.paths) rmSync(path, { force: true });
   }
 
@@ -283,39 +303,34 @@ export class BatchFile {
     this.scratch[this.used++] = SEPARATOR;
   }
 
-  /** A string token `b[a, e)` (quotes included), unescaped as the format says. */
+  /** A string token `b[a, e)` (quotes included): its characters, or hex-marked when it holds an escape. */
   private token(b: Buffer, a: number, e: number): void {
-    if (e - a === 2) {
-      this.room(2);
-      this.scratch[this.used++] = QUOTE;
-      this.scratch[this.used++] = QUOTE;
-    } else if (hasEscapeByte(b, a + 1, e - 1)) {
-      const value = Buffer.from(JSON.parse(b.toString('utf8', a, e)) as string, 'utf8');
-      this.room(1);
-      this.scratch[this.used++] = HEX_MARK;
-      const hex = value.toString('hex');
-      this.room(hex.length);
-      this.used += this.scratch.write(hex, this.used, "latin1");
-    } else {
-      this.copy(b, a + 1, e - 1);
-    }
+    if (e - a === 2) this.emptyText();
+    else if (hasEscapeByte(b, a + 1, e - 1)) this.hexText(Buffer.from(JSON.parse(b.toString('utf8', a, e)) as string, 'utf8'));
+    else this.copy(b, a + 1, e - 1);
   }
 
-  /** A JS text (a replacement row's part), hex-marked when it holds a control character. */
+  /** A JS text (a replacement row's part): as is, or hex-marked when it holds a control character. */
   private text(value: string): void {
     const bytes = Buffer.from(value, 'utf8');
-    if (bytes.length === 0) {
-      this.room(2);
-      this.scratch[this.used++] = QUOTE;
-      this.scratch[this.used++] = QUOTE;
-    } else if (/[\u0000-\u001f]/.test(value)) {
-      const hex = bytes.toString('hex');
-      this.room(hex.length + 1);
-      this.scratch[this.used++] = HEX_MARK;
-      this.used += this.scratch.write(hex, this.used, "latin1");
-    } else {
-      this.copy(bytes, 0, bytes.length);
-    }
+    if (bytes.length === 0) this.emptyText();
+    else if (/[\u0000-\u001f]/.test(value)) this.hexText(bytes);
+    else this.copy(bytes, 0, bytes.length);
+  }
+
+  /** An empty string: an empty quoted field (an empty field is NULL). */
+  private emptyText(): void {
+    this.room(2);
+    this.scratch[this.used++] = QUOTE;
+    this.scratch[this.used++] = QUOTE;
+  }
+
+  /** A text's UTF-8 bytes as 0x02 and their hex. */
+  private hexText(bytes: Buffer): void {
+    const hex = bytes.toString('hex');
+    this.room(hex.length + 1);
+    this.scratch[this.used++] = HEX_MARK;
+    this.used += this.scratch.write(hex, this.used, 'latin1');
   }
 
   /** JSON text as sent `b[a, e)`, quoted when the page holds a line break. */
@@ -335,8 +350,7 @@ export class BatchFile {
     const n = e - a;
     if (n > DIRECT_BYTES) {
       this.flush();
-      writeSync(this.fd, b, a, n);
-      this.written += n;
+      this.writeAll(b, a, n);
       return;
     }
     this.room(n);
@@ -369,4 +383,10 @@ function splitFields(row: Buffer): [number, number][] {
   }
   out.push([a, row.length - 1]);
   return out;
+}
+
+/** A file error of a batch file as a warehouse failure (exit 7), naming the file, never its contents. */
+function diskError(err: unknown, path: string): WarehouseError {
+  const code = (err as NodeJS.ErrnoException).code ?? String(err);
+  return new WarehouseError(`cannot write the batch file ${path}: ${code}`, { cause: err, hint: 'free disk space beside the database; nothing of this batch was committed' });
 }

@@ -13,6 +13,7 @@
  *
  * @module
  */
+import { WarehouseError } from '../errors.js';
 import { failpoint } from '../failpoints.js';
 import { listValue } from '@duckdb/node-api';
 import { type BatchFile, batchFileReader, decodedField } from './BatchFile.js';
@@ -81,9 +82,10 @@ export class RawEventWriter {
     const { streamId, basePosition, runId, file } = opts;
     file.flush();
     failpoint('extract.before-append');
+    let loaded = 0;
     try {
       for (const part of file.paths) {
-        await this.wh.run(
+        loaded += await this.wh.runChanging(
           `insert into raw.events
            select $1, $2 + pos, ${decodedField('id')}, ${decodedField('type')}, try_cast(${decodedField('published')} as timestamptz),
                   message, envelope, $3, $4::timestamptz
@@ -94,6 +96,8 @@ export class RawEventWriter {
     } catch (err) {
       throw new LoadFailed(err);
     }
+    // Every row of the file, or nothing: a file cut short must not move the cursor past events.
+    if (loaded !== file.rows) throw new WarehouseError(`a batch file of ${file.rows} rows loaded ${loaded} rows`, { hint: 'check the disk; nothing of this batch was committed' });
     failpoint('extract.mid-append');
     for (const q of opts.quarantined ?? []) {
       await this.wh.run('insert into raw.quarantined_events values (?, ?, ?, ?, ?, ?, now())', [streamId, basePosition + q.row + 1, q.id, q.reason, q.text, runId]);

@@ -245,6 +245,19 @@ export class Warehouse {
   }
 
   /**
+   * Run one statement (INSERT, UPDATE, DELETE) and return the rows it changed.
+   * @throws {WarehouseError}
+   */
+  async runChanging(sql: string, params?: SqlParam[]): Promise<number> {
+    this.throwIfStopped();
+    try {
+      return (await this.conn.run(sql, params)).rowsChanged;
+    } catch (err) {
+      throw mapDuckDbError(err, 'running SQL', this.path);
+    }
+  }
+
+  /**
    * Run a query and return every row as an object of JS values
    * (BIGINT → bigint, INTEGER/DOUBLE → number, VARCHAR/JSON → string, TIMESTAMP(TZ) → Date, LIST → array).
    * @throws {WarehouseError}

@@ -1,6 +1,8 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { join } from 'node:path';
-import { statSync } from 'node:fs';
+import { statSync, truncateSync } from 'node:fs';
+import { WarehouseError } from '../../../src/errors.js';
+import { RawEventWriter } from '../../../src/warehouse/RawEventWriter.js';
 import { Warehouse } from '../../../src/warehouse/Warehouse.js';
 import { BatchFile, batchFileReader, decodedField, PART_BYTES } from '../../../src/warehouse/BatchFile.js';
 import { readEventsPage, type PageEvents } from '../../../src/upstream/page.js';
@@ -130,6 +132,26 @@ describe('BatchFile: a batch of events as rows DuckDB loads (docs/ingest.md "How
     const narrow = fileOf(eventsOf(Array.from({ length: 20_000 }, (_, i) => `{"id":"n${i}","message":{"x":"${'y'.repeat(300)}"}}`)));
     expect(narrow.bytes).toBeGreaterThan(PART_BYTES);
     expect(narrow.paths).toEqual([narrow.path]);
+  });
+
+  it('a batch file that cannot be written is a warehouse failure (exit 7) naming the file; a file cut short loads nothing', async () => {
+    const err = (() => {
+      try {
+        BatchFile.create(join(tmp.dir, 'no-such-folder', '1.rows'));
+      } catch (e) {
+        return e;
+      }
+      return undefined;
+    })();
+    expect(err).toBeInstanceOf(WarehouseError);
+    expect((err as Error).message).toMatch(/cannot write the batch file .*1\.rows: ENOENT/);
+    // Cut after its first row: the load refuses to commit part of a batch.
+    const f = fileOf(eventsOf(['{"id":"a"}', '{"id":"b"}', '{"id":"c"}']));
+    truncateSync(f.path, f.bytes - 2 * '3\x1fc\x1f\x1f\x1f\x1f{"id":"c"}\n'.length);
+    await wh.migrate();
+    const writer = new RawEventWriter(wh);
+    await expect(wh.transaction(() => writer.load({ streamId: 's', basePosition: 0, file: f, runId: 'r', extractedAt: new Date() }))).rejects.toThrow(/a batch file of 3 rows loaded 1 rows/);
+    expect(Number((await wh.one<{ n: bigint }>('select count(*) as n from raw.events'))!.n)).toBe(0);
   });
 
   it('is created 0600 and removed with remove()', () => {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { BATCH_MAX_BYTES, DEFAULT_BATCH_PAGES, WIDE_BATCH_BYTES, WIDE_ROW_BYTES, batchComplete, wideBatch } from '../../../src/extract/batches.js';
+import { BATCH_MAX_BYTES, DEFAULT_BATCH_PAGES, WIDE_BATCH_BYTES, batchComplete, wideBatch } from '../../../src/extract/batches.js';
+import { WIDE_ROW_BYTES } from '../../../src/warehouse/BatchFile.js';
 
 /** The page count at which a batch of pages of `pageBytes` file bytes, rows of at most `rowBytes`, ends. */
 function ends(batchPages: number, pageBytes: number, rowBytes = 700): number | undefined {
