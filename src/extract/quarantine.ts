@@ -6,22 +6,10 @@
  * @module
  */
 import type { QuarantinedEvent } from '../warehouse/RawEventWriter.js';
+import { jsonText } from './jsonText.js';
 
 /** A `\uD800`–`\uDFFF` escape: the usual cause (a lone surrogate, not valid Unicode). */
 const SURROGATE_ESCAPE = /\\u[dD][89a-fA-F][0-9a-fA-F]{2}/;
-
-/** A copy of a parsed JSON value with every string and member name made well-formed (U+FFFD). */
-function wellFormed(value: unknown): unknown {
-  if (typeof value === 'string') return value.toWellFormed();
-  if (Array.isArray(value)) return value.map(wellFormed);
-  if (value !== null && typeof value === 'object') {
-    // A null prototype: a member named "__proto__" stays a member.
-    const out = Object.create(null) as Record<string, unknown>;
-    for (const [k, v] of Object.entries(value)) out[k.toWellFormed()] = wellFormed(v);
-    return out;
-  }
-  return value;
-}
 
 /**
  * The form of a refused event stored in `raw.events`.
@@ -39,11 +27,11 @@ export function quarantinedForm(envelope: string, id: string, type: string | nul
     : 'refused by the JSON reader of DuckDB';
   const safeType = type === null ? null : type.toWellFormed();
   if (level === 'repaired') {
-    const repaired = wellFormed(JSON.parse(envelope)) as Record<string, unknown>;
-    const message = repaired['message'];
+    const parsed = JSON.parse(envelope) as Record<string, unknown>;
+    const message = parsed['message'];
     return {
-      envelope: JSON.stringify(repaired),
-      message: message === undefined || message === null ? null : JSON.stringify(message),
+      envelope: jsonText(parsed, { wellFormed: true }),
+      message: message === undefined || message === null ? null : jsonText(message, { wellFormed: true }),
       type: safeType,
       reason,
     };

@@ -4,19 +4,13 @@
  *
  * @module
  */
+import { jsonText } from './jsonText.js';
 
-function canonical(value: unknown): unknown {
-  if (Array.isArray(value)) return value.map(canonical);
-  if (value !== null && typeof value === 'object') {
-    const out = Object.create(null) as Record<string, unknown>;
-    for (const k of Object.keys(value).sort()) out[k] = canonical((value as Record<string, unknown>)[k]);
-    return out;
-  }
-  return value;
-}
-
-/** @param a, b JSON texts (each must parse) */
+/**
+ * @param a, b JSON texts (each must parse)
+ * @throws {SyntaxError} a text is not JSON
+ */
 export function sameJson(a: string, b: string): boolean {
   if (a === b) return true;
-  return JSON.stringify(canonical(JSON.parse(a))) === JSON.stringify(canonical(JSON.parse(b)));
+  return jsonText(JSON.parse(a), { sortKeys: true }) === jsonText(JSON.parse(b), { sortKeys: true });
 }
