@@ -72,10 +72,12 @@ const DISK_RE = /No space left on device|disk is full|could not write/i;
 
 /**
  * Translate a DuckDB error into a {@link WarehouseError} or {@link LockError}.
- * Messages keep DuckDB's text (it never holds secrets; it may name the file).
+ * Messages keep the first line of DuckDB's text without the input it quotes (it may name the
+ * file); so does the cause, which `--verbose` prints with its stack.
  */
 export function mapDuckDbError(err: unknown, what: string, path?: string): Error {
   const msg = err instanceof Error ? err.message : String(err);
+  err = withoutInput(err, msg);
   if (LOCK_RE.test(msg)) {
     const pid = /PID (\d+)/.exec(msg)?.[1];
     return new LockError(
@@ -102,11 +104,25 @@ export function mapDuckDbError(err: unknown, what: string, path?: string): Error
 }
 
 /**
- * The first line of a DuckDB message, without the input it quotes: conversion errors end with
- * `Input: "<the value>"`, which may be event payload (`docs/ingest.md` "Quarantine").
+ * DuckDB's text up to the input it quotes: a conversion error's `Input: "<the value>"` and a CSV
+ * error's `Original Line: …` (a whole row of a batch file) may be event payload, and run to the
+ * end of the message (`docs/ingest.md` "Quarantine").
  */
+function withoutQuotedInput(s: string): string {
+  return s.replace(/\s*(?:Input|Original Line):.*$/s, '');
+}
+
+/** DuckDB's error as a cause to keep (`--verbose` prints it): its text without the input it quotes, and its stack frames. */
+function withoutInput(err: unknown, msg: string): Error {
+  const safe = new Error(withoutQuotedInput(msg));
+  const frames = err instanceof Error ? (err.stack ?? '').split('\n').filter((l) => /^\s+at /.test(l)) : [];
+  safe.stack = [`${safe.name}: ${safe.message}`, ...frames].join('\n');
+  return safe;
+}
+
+/** The first line of a DuckDB message, without the input it quotes ({@link withoutQuotedInput}). */
 function firstLine(s: string): string {
-  const line = (s.split('\n')[0] ?? s).replace(/\s*Input:.*$/s, '');
+  const line = withoutQuotedInput(s.split('\n')[0] ?? s);
   return line.length > 500 ? `${line.slice(0, 500)}…` : line;
 }
 
