@@ -141,8 +141,9 @@ export interface BatchWriterOptions {
   logger: Logger;
   /**
    * DuckDB settings for a batch DuckDB holds in memory, in proportion to its size, until a
-   * checkpoint: a wide batch ({@link wideBatch}), and a batch written again after its checks
-   * (its redeliveries are compared in SQL). Default: the session's settings.
+   * checkpoint: a wide batch ({@link wideBatch}), a batch written again after its checks
+   * (its redeliveries are compared in SQL), and the id hashes computed again after an engine
+   * upgrade. Default: the session's settings.
    */
   heldBatchSettings?: Readonly<Record<string, string>>;
 }
@@ -171,9 +172,17 @@ export class BatchWriter {
     this.position = opts.position;
   }
 
-  /** A writer for the stream; empties the batch folder (what a killed run left). */
+  /**
+   * A writer for the stream; empties the batch folder (what a killed run left) and makes sure
+   * the id hashes of the repeat check are this engine's ({@link RawEventWriter.ensureIdHashes}).
+   * @throws {WarehouseError}
+   */
   static async open(opts: BatchWriterOptions): Promise<BatchWriter> {
-    return new BatchWriter(opts, ingestFolder(opts.wh));
+    const w = new BatchWriter(opts, ingestFolder(opts.wh));
+    // Computing every hash again holds them in memory until a checkpoint: the held settings.
+    const rehashed = await w.heldIf(true, async () => (await w.writer.ensureIdHashes()) && (await opts.wh.checkpoint(), true));
+    if (rehashed) opts.logger.info('etl.event_ids hashed again: DuckDB hashes ids differently since they were stored');
+    return w;
   }
 
   /** A new, empty batch (its file in the batch folder). */

@@ -64,9 +64,41 @@ export class LoadFailed extends Error {
   }
 }
 
+/** The string whose DuckDB `hash()` is stored in `etl.event_id_hashing` beside the id hashes. */
+const HASH_PROBE = 'recruit-etl etl.event_ids';
+
 /** Writes batches into `raw.events`. One instance per open {@link Warehouse}. */
 export class RawEventWriter {
   constructor(private readonly wh: Warehouse) {}
+
+  /**
+   * Make sure `etl.event_ids` holds this DuckDB's `hash()` of every id (docs/ingest.md
+   * "Redeliveries"). DuckDB does not promise the function across versions, and hashes from
+   * another version would let every redelivery of an older event through as a new event. When
+   * the stored probe hash differs from this engine's, or none is stored beside existing
+   * hashes, every hash is computed again from `raw.events`, in one transaction (once per
+   * engine upgrade). Call outside a transaction.
+   *
+   * @returns whether the hashes were computed again
+   * @throws {WarehouseError}
+   */
+  async ensureIdHashes(): Promise<boolean> {
+    return this.wh.transaction(async () => {
+      const row = await this.wh.one<{ engine: bigint; stored: bigint | null; hashes: bigint }>(
+        `select hash('${HASH_PROBE}'::varchar) as engine, (select max(probe_hash) from etl.event_id_hashing) as stored,
+                (select count(*) from etl.event_ids) as hashes`,
+      );
+      if (row === undefined || row.stored === row.engine) return false;
+      const rehash = row.hashes > 0n;
+      if (rehash) {
+        await this.wh.run(
+          'delete from etl.event_ids; insert into etl.event_ids select stream_id, hash(event_id), stream_position from raw.events',
+        );
+      }
+      await this.wh.run(`delete from etl.event_id_hashing; insert into etl.event_id_hashing values (hash('${HASH_PROBE}'::varchar))`);
+      return rehash;
+    });
+  }
 
   /**
    * Load `opts.file` into `raw.events` at contiguous positions, its id hashes into
