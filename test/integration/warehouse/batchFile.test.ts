@@ -1,9 +1,10 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { join } from 'node:path';
-import { statSync, truncateSync } from 'node:fs';
+import { statSync, truncateSync, writeFileSync } from 'node:fs';
 import { WarehouseError } from '../../../src/errors.js';
 import { RawEventWriter } from '../../../src/warehouse/RawEventWriter.js';
-import { Warehouse } from '../../../src/warehouse/Warehouse.js';
+import { Warehouse, sqlString } from '../../../src/warehouse/Warehouse.js';
+import { describeFailure } from '../../../src/cli/exit.js';
 import { BatchFile, batchFileReader, decodedField, PART_BYTES } from '../../../src/warehouse/BatchFile.js';
 import { readEventsPage, type PageEvents } from '../../../src/upstream/page.js';
 import { tempDir } from '../../helpers/tmp.js';
@@ -160,5 +161,33 @@ describe('BatchFile: a batch of events as rows DuckDB loads (docs/ingest.md "How
     f.remove();
     f.remove();
     expect(() => statSync(f.path)).toThrow();
+  });
+
+  // DuckDB's errors quote the input they failed on, which may be event payload: neither the
+  // message nor, with --verbose, the causes and stacks may carry it (docs/security.md).
+  describe('a DuckDB error quotes no input, with --verbose either (a CSV error printed a whole batch row in the cause before)', () => {
+    const CANARY = 'RS-CANARY-4711';
+    const failure = async (sql: string) => {
+      const err = await wh.run(sql).then(() => undefined, (e: unknown) => e);
+      expect(err).toBeInstanceOf(Error);
+      return describeFailure(err, true).text;
+    };
+
+    it('a conversion error (Input: …)', async () => {
+      const text = await failure(`select ${sqlString(`{"referralSubjectId": "${CANARY}", `)}::json`);
+      expect(text).toMatch(/DuckDB failed while running SQL: .*JSON/);
+      expect(text).toMatch(/caused by: Error: .*JSON/);
+      expect(text).not.toContain(CANARY);
+    });
+
+    it('a CSV error (Original Line: …), its second line and after', async () => {
+      const file = join(tmp.dir, 'rows.csv');
+      writeFileSync(file, `1,a\n2,b,{"referralSubjectId":"${CANARY}"}\n`);
+      const text = await failure(
+        `select * from read_csv(${sqlString(file)}, auto_detect = false, delim = ',', quote = '', escape = '', header = false, columns = {'a': 'integer', 'b': 'varchar'}, strict_mode = true)`,
+      );
+      expect(text).toMatch(/CSV Error/);
+      expect(text).not.toContain(CANARY);
+    });
   });
 });
