@@ -48,8 +48,20 @@ typed as (
         coalesce(
             try_cast(contact_attempt_date_text as date),
             try_cast(left(contact_attempt_date_text, 10) as date)
-        ) as contact_attempt_date,
+        ) as parsed_contact_attempt_date,
     from extracted
+),
+
+bounded as (
+    -- a date outside 1900–2199 is not a usable date (docs/models.md "Time")
+    select
+        *,
+        case
+            when parsed_contact_attempt_date >= date '1900-01-01'
+                and parsed_contact_attempt_date < date '2200-01-01'
+                then parsed_contact_attempt_date
+        end as contact_attempt_date,
+    from typed
 ),
 
 final as (
@@ -73,7 +85,7 @@ final as (
             and trial_id is not null
             and referral_subject_id is not null
             and contact_attempt_date is not null as has_required_fields,
-    from typed
+    from bounded
 )
 
 select * from final

@@ -103,7 +103,12 @@ final as (
         parsed.stream_position,
         parsed.stream_rank,
         parsed.delivery_count,
-        parsed.published_time at time zone 'UTC' as published_at,
+        -- a time outside 1900–2199 is not a usable time (docs/models.md "Time")
+        case
+            when parsed.published_time >= timestamptz '1900-01-01 00:00:00+00'
+                and parsed.published_time < timestamptz '2200-01-01 00:00:00+00'
+                then parsed.published_time at time zone 'UTC'
+        end as published_at,
         parsed.extracted_at at time zone 'UTC' as extracted_at,
         parsed.run_id,
         -- message fields as sent (text); typed in the stg_ model of each entity

@@ -6,7 +6,8 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { runTransform, type TransformResult } from '../../../src/transform/runTransform.js';
 import { Warehouse } from '../../../src/warehouse/Warehouse.js';
 import { EXPECTATIONS } from './expected.js';
-import { FIXTURE_EVENTS, SITE_SNAPSHOTS_SQL, insertRawEventsSql } from './fixture.js';
+import { FIXTURE_EVENTS, SITE_SNAPSHOTS_SQL, attempt, created, insertRawEventsSql, status, type Ev } from './fixture.js';
+import { fixtureRows } from '../../helpers/warehouses.js';
 
 /** Open an in-memory warehouse holding the fixture. */
 export async function fixtureWarehouse(): Promise<Warehouse> {
@@ -100,5 +101,33 @@ describe('models: invariants on the fixture', () => {
         /(?<![\w.])(?:\w+\.)?(?<!website_)site_id\s*=\s*(?:\w+\.)?website_site_id/.test(text);
       expect(joinsNamespaces, file).toBe(false);
     }
+  });
+});
+
+describe('times no model can compute with (every transform failed, for good, on one such event before)', () => {
+  // Each parses as a date or a timestamp, then overflowed or was refused in a later model.
+  const HOSTILE = ['300000-01-01', '294247-01-09T00:00:00Z', 'infinity', '-infinity', '-290000-01-01T00:00:00'];
+  let wh: Warehouse;
+  beforeAll(async () => {
+    const published = '2026-01-05T08:00:00.000Z';
+    const events: Ev[] = HOSTILE.flatMap((t, i) => [
+      created(`hc${i}`, 'T9', `h${i}`, 'S1', t, t, 'potentialCandidate', 'v1.patient.created', {}, published),
+      status(`hs${i}`, 'T9', `h${i}`, 'S1', 'preScreening', t, published),
+      attempt(`ha${i}`, 'v1.contactAttempt.created', 'T9', `h${i}`, 'S1', `HA${i}`, t, '2026-01-05T07:00:00.000Z', ['reached']),
+    ]);
+    const rows = fixtureRows(events).map((r, i) => ({ ...r, stream_id: 'hostile', stream_position: i + 1 }));
+    wh = await fixtureWarehouse();
+    await wh.run(insertRawEventsSql(rows));
+    await runTransform(wh);
+  });
+  afterAll(async () => {
+    await wh?.close();
+  });
+
+  test('are no usable time (outside 1900–2199): every model builds and reads, and the events are invalid', async () => {
+    const tables = await wh.all<{ name: string }>("select table_name as name from information_schema.tables where table_schema = 'main'");
+    for (const { name } of tables) await wh.all(`select * from main."${name}"`);
+    const invalid = await wh.all<{ event_id: string }>("select event_id from main.dq_invalid_events where event_id like 'h%' order by event_id");
+    expect(invalid.map((r) => r.event_id)).toEqual(HOSTILE.flatMap((_, i) => [`ha${i}`, `hc${i}`, `hs${i}`]).sort());
   });
 });
