@@ -339,17 +339,23 @@ export class HttpClient {
       const remaining = this.remainingMs(method, where, attempt, last);
       const started = this.now();
       let failure: AttemptFailure;
+      // The head's own clock: undici's headersTimeout starts again at each informational (1xx)
+      // response, so a server sending 103s for ever would hold the attempt for ever.
+      const headsUp = new AbortController();
+      const headTimer = setTimeout(() => headsUp.abort(), Math.min(this.policy.headersTimeoutMs, remaining));
       try {
-        const res = await this.dispatcher.request({
-          origin: target.origin,
-          path: `${target.pathname}${target.search}`,
-          method,
-          headers: { 'user-agent': 'recruit-etl', ...spec.headers },
-          body: spec.body ?? null,
-          signal: signal ?? null,
-          headersTimeout: Math.min(this.policy.headersTimeoutMs, remaining),
-          bodyTimeout: Math.min(this.policy.bodyTimeoutMs, remaining),
-        });
+        const res = await this.dispatcher
+          .request({
+            origin: target.origin,
+            path: `${target.pathname}${target.search}`,
+            method,
+            headers: { 'user-agent': 'recruit-etl', ...spec.headers },
+            body: spec.body ?? null,
+            signal: signal ? AbortSignal.any([signal, headsUp.signal]) : headsUp.signal,
+            headersTimeout: Math.min(this.policy.headersTimeoutMs, remaining),
+            bodyTimeout: Math.min(this.policy.bodyTimeoutMs, remaining),
+          })
+          .finally(() => clearTimeout(headTimer));
         const status = res.statusCode;
         const bodyMs = Math.min(this.policy.bodyTotalTimeoutMs, remaining);
         if (status >= 300 && status < 400) {
@@ -374,7 +380,9 @@ export class HttpClient {
         }
       } catch (err) {
         if (signal?.aborted) throw signal.reason ?? err;
-        if (err instanceof TransientBodyError) {
+        if (headsUp.signal.aborted && !(err instanceof EtlError)) {
+          failure = { reason: REASON_BY_CODE['UND_ERR_HEADERS_TIMEOUT']! };
+        } else if (err instanceof TransientBodyError) {
           failure = { reason: err.reason };
         } else if (err instanceof EtlError) {
           throw err;

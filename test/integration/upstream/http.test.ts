@@ -182,6 +182,21 @@ describe('HttpClient retries', () => {
     expect(s.requests).toHaveLength(2);
   });
 
+  it('informational responses (103) that never end in a final one: headers timeout all the same, retried, then exit 4 (a run hung for ever before)', async () => {
+    const timers: NodeJS.Timeout[] = [];
+    cleanups.push(async () => timers.forEach(clearInterval));
+    const s = await stub((_req, res) => {
+      timers.push(setInterval(() => res.writeEarlyHints({ link: '</a.css>; rel=preload' }), 30));
+    });
+    const { http } = client({ headersTimeoutMs: 300, maxAttempts: 2 });
+    const started = Date.now();
+    const err = await rejection(http.getText(`${s.origin}/x`, {}));
+    expect(err).toBeInstanceOf(UpstreamUnavailableError);
+    expect(err.message).toContain('headers timeout');
+    expect(s.requests).toHaveLength(2);
+    expect(Date.now() - started).toBeLessThan(3_000);
+  }, 10_000);
+
   it('a body that stalls: body timeout, retried, then exit 4', async () => {
     const s = await stub((_req, res) => {
       res.writeHead(200, { 'content-type': 'application/json', 'content-length': 100 });
