@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { jsonText } from './jsonText.js';
+import { jsonText } from '../upstream/jsonText.js';
 
 /**
  * @param a, b JSON texts (each must parse)

@@ -7,6 +7,7 @@
  */
 import { UpstreamContractError, WarehouseError } from '../errors.js';
 import type { Warehouse } from './Warehouse.js';
+import { jsonText } from '../upstream/jsonText.js';
 
 /**
  * Insert the site records of one microsite × trial. Call inside a transaction.
@@ -48,7 +49,8 @@ async function insert(wh: Warehouse, runId: string, micrositeId: string, trialId
             r->>'address1', r->>'address2', r->>'city', r->>'state', r->>'postalCode', r->>'country',
             r->>'phoneNumber', try_cast(r->>'latitude' as double), try_cast(r->>'longitude' as double), r
      from (select unnest(?::json::json[]) as r)`,
-    [runId, micrositeId, trialId, JSON.stringify(records)],
+    // jsonText, not JSON.stringify: a record may nest deeper than a recursive walk's stack.
+    [runId, micrositeId, trialId, jsonText(records)],
   );
 }
 

@@ -71,3 +71,20 @@ describe('site list with invalid Unicode', () => {
     expect(await siteRows(wh)).toBe(0);
   });
 });
+
+describe('site list nested deep', () => {
+  it('a record nested 20,000 deep is stored as sent (exit 1 before: JSON.stringify ran out of stack)', async () => {
+    const wh = await openWarehouse();
+    const deep = '{"x":'.repeat(20_000) + '1' + '}'.repeat(20_000);
+    const api = await startStub((_req, res) => sendJson(res, 200, `[{"siteId":"s-1","extra":${deep}}]`));
+    const http = new HttpClient({ sleep: fakeSleep().sleep });
+    cleanups.push(() => api.close(), () => http.close());
+    const client = new SitesClient({ baseUrl: api.origin, origin: 'https://study.example.org', http });
+    await snapshotSites({ wh, client, micrositeId: 'm1', trialIds: ['t1'], runId: 'r1' });
+    const [row] = await wh.all<{ site_id: string; same: boolean }>(
+      `select site_id, json_extract(record, '$.extra') = ?::json as same from raw.site_snapshots`,
+      [deep],
+    );
+    expect(row).toEqual({ site_id: 's-1', same: true });
+  });
+});

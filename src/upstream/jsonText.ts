@@ -1,8 +1,8 @@
 /**
- * JSON text of a parsed JSON value, written without recursion: a page may nest values as deep
- * as its size allows (the page reader and DuckDB accept any depth, docs/ingest.md "How a page
- * is read"), and a recursive walk, `JSON.stringify` included, runs out of stack at a few
- * thousand levels.
+ * JSON text of a parsed JSON value, written without recursion: an event or a site record may
+ * nest values as deep as its size allows (the page reader and DuckDB accept any depth,
+ * docs/ingest.md "How a page is read"), and a recursive walk, `JSON.stringify` included, runs
+ * out of stack at a few thousand levels.
  *
  * @module
  */
