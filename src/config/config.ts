@@ -88,6 +88,10 @@ const url = z
  * `2GB`, `512MB`, `1.5GiB`, `4 GB`; checked here so that a typo is exit 2 naming the option,
  * not a warehouse failure.
  */
+/** Whether a configured id is well-formed Unicode (no lone surrogate): it is sent as a URL path segment. */
+const isWellFormedText = (s: string): boolean => s.isWellFormed();
+const WELL_FORMED = 'must be valid Unicode text (no lone surrogate)';
+
 const DUCKDB_SIZE = /^\s*\d+(\.\d+)?\s*(b|bytes?|kb|kib|kilobytes?|mb|mib|megabytes?|gb|gib|gigabytes?|tb|tib|terabytes?)\s*$/i;
 const duckdbSize = z.string().regex(DUCKDB_SIZE, 'must be a DuckDB size such as 2GB, 512MB or 1.5GiB');
 
@@ -167,7 +171,7 @@ export const ConfigSchema = z.object({
     group: UPSTREAM_GROUP,
   }),
   audience: option(z.string().min(1).optional().describe('OAuth 2.0 audience of the API (required)'), { commands: EVENTS, group: UPSTREAM_GROUP }),
-  trialId: option(z.array(z.string().min(1)).default([]).describe('trial id, repeatable or comma-separated (required)'), {
+  trialId: option(z.array(z.string().min(1).refine(isWellFormedText, WELL_FORMED)).default([]).describe('trial id, repeatable or comma-separated (required)'), {
     commands: UPSTREAM,
     group: UPSTREAM_GROUP,
     defaultHelp: 'none',
@@ -208,7 +212,7 @@ export const ConfigSchema = z.object({
     group: UPSTREAM_GROUP,
     defaultHelp: 'none',
   }),
-  micrositeId: option(z.string().min(1).optional().describe('study-website (microsite) id (required for sites)'), { commands: SITES, group: SITES_GROUP }),
+  micrositeId: option(z.string().min(1).refine(isWellFormedText, WELL_FORMED).optional().describe('study-website (microsite) id (required for sites)'), { commands: SITES, group: SITES_GROUP }),
   origin: option(z.string().min(1).optional().describe('Origin header the site list is authorized by (required for sites)'), {
     commands: SITES,
     group: SITES_GROUP,
@@ -418,7 +422,9 @@ export function readConfigFile(path: string, known: ReadonlySet<string>, readFil
   try {
     value = JSON.parse(text);
   } catch (err) {
-    throw new ConfigError(`${label}: ${path} is not valid JSON (${(err as Error).message.split('\n')[0]})`, { hint });
+    // Only the position: JSON.parse quotes the text around it, which may be the client secret.
+    const at = /position (\d+)/.exec((err as Error).message)?.[1];
+    throw new ConfigError(`${label}: ${path} is not valid JSON${at === undefined ? '' : ` (at character ${at})`}`, { hint });
   }
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {
     throw new ConfigError(`${label}: ${path} must hold a JSON object of options, e.g. {"db": "data/warehouse.duckdb"}`, { hint });

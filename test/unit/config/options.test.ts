@@ -85,6 +85,18 @@ describe('options declared once in the schema', () => {
     ).toThrow(/--config \(RECRUIT_ETL_CONFIG\): cannot read \/nope.json: no such file/);
   });
 
+  it('a --config file that is not JSON is refused without quoting its text (the client secret was quoted before)', () => {
+    const read = () => readConfigFile('/etc/x.json', KNOWN_KEYS, () => '{"client-secret":S3cretS3cret9}');
+    expect(read).toThrow(/--config \(RECRUIT_ETL_CONFIG\): \/etc\/x.json is not valid JSON/);
+    expect(read).not.toThrow(/S3cr|secret":/);
+    expect(() => readConfigFile('/etc/x.json', KNOWN_KEYS, () => '{"db": "a",}')).toThrow(/is not valid JSON/);
+  });
+
+  it('a configured trial or microsite id that is not valid Unicode is exit 2 naming it (exit 1 before, when the URL was built)', () => {
+    expect(() => resolveConfig({ trialId: ['t\ud800'] })).toThrow(/--trial-id \(RECRUIT_ETL_TRIAL_ID\): must be valid Unicode text/);
+    expect(() => resolveConfig({ micrositeId: 'm\udc00' })).toThrow(/--microsite-id \(RECRUIT_ETL_MICROSITE_ID\): must be valid Unicode text/);
+  });
+
   it('every invalid value is named with its flag and variable', () => {
     expect(() => resolveConfig({ memoryLimit: 'lots' })).toThrow(/--memory-limit \(RECRUIT_ETL_MEMORY_LIMIT\): must be a DuckDB size/);
     for (const ok of ['2GB', '512MB', '1.5GiB', '4 GB', '100000000b', '3 gigabytes']) expect(resolveConfig({ memoryLimit: ok }).memoryLimit).toBe(ok);
