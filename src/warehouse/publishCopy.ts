@@ -55,8 +55,9 @@ export async function publishReadOnlyCopy(wh: Warehouse, runId: string, modes: R
     const cloned = copyOrClone(wh.path, tmp);
     failpoint('publish.mid-copy');
     setReaderFileMode(tmp, modes);
-    renameSync(tmp, target);
+    // Everything that can fail comes before the rename: once in place, the copy says the run succeeded.
     ensureReaderDir(dirname(target), modes);
+    renameSync(tmp, target);
     wh.logger.debug(
       { checkpointMs: Math.round(t1 - t0), copyMs: Math.round(performance.now() - t1), bytes: statSync(target).size, cloned },
       'read-only copy published',
