@@ -192,7 +192,7 @@ export const ConfigSchema = z.object({
     group: UPSTREAM_GROUP,
   }),
   /** Empty pages in a row, `hasNextPage` true, after which the stream breaks the contract (`docs/ingest.md` "Bounded time"). */
-  maxEmptyPages: option(int.default(1000).describe('empty pages in a row, hasNextPage true, before the run stops with exit 6'), {
+  maxEmptyPages: option(int.default(1000).describe('pages in a row with no new event (empty, or only events already stored), hasNextPage true, before the run stops with exit 6'), {
     commands: EVENTS,
     group: UPSTREAM_GROUP,
   }),

@@ -10,10 +10,10 @@
  *
  * @module
  */
-import { InterruptedError } from '../errors.js';
+import { InterruptedError, UpstreamContractError } from '../errors.js';
 import { type Logger, silentLogger } from '../log/logger.js';
 import { NO_PROGRESS, type StageProgress } from '../log/progress.js';
-import { type EventsClient, firstPageUrl, pageStream } from '../upstream/events.js';
+import { DEFAULT_MAX_EMPTY_PAGES, type EventsClient, firstPageUrl, pageStream } from '../upstream/events.js';
 import type { Warehouse } from '../warehouse/Warehouse.js';
 import { StreamStore } from '../warehouse/StreamStore.js';
 import { type Batch, BatchWriter } from './BatchWriter.js';
@@ -36,7 +36,7 @@ export interface ExtractOptions {
   pageSize?: number;
   /** `--batch-pages`: the most pages a batch takes (default {@link DEFAULT_BATCH_PAGES}); see {@link batchComplete}. */
   batchPages?: number;
-  /** `--max-empty-pages`: empty pages in a row, `hasNextPage` true, before exit 6. */
+  /** `--max-empty-pages`: pages in a row that bring no new event (none, or only events already stored), `hasNextPage` true, before exit 6. */
   maxEmptyPages?: number;
   /** DuckDB settings for a batch DuckDB holds in memory (`BatchWriterOptions.heldBatchSettings`). Default: the session's. */
   heldBatchSettings?: Readonly<Record<string, string>>;
@@ -127,9 +127,21 @@ export async function extractEvents(opts: ExtractOptions): Promise<ExtractResult
   progress.update({ pages: 0, events: 0, position: state.eventCount });
   let fetchedEvents = 0;
   let batch: Batch = writer.begin();
+  // Pages in a row that brought no new event. The page stream counts pages with no event at
+  // all; a page of events already stored (redeliveries) is known only once its batch is
+  // written, so it counts here, per batch (docs/ingest.md "Bounded time").
+  let idlePages = 0;
+  const maxIdlePages = opts.maxEmptyPages ?? DEFAULT_MAX_EMPTY_PAGES;
 
   const commit = async (pages: Batch): Promise<void> => {
     const r = await writer.write(pages);
+    idlePages = r.inserted === 0 ? idlePages + r.pages : 0;
+    if (idlePages >= maxIdlePages && pages.pages[pages.pages.length - 1]?.hasNextPage === true) {
+      throw new UpstreamContractError(
+        `stream ${def.streamId}: ${idlePages} pages in a row brought no new event (only events already stored, or none) while hasNextPage stayed true (limit --max-empty-pages ${maxIdlePages})`,
+        { hint: 'the upstream keeps re-sending what it sent before; report it. Every page before these was stored' },
+      );
+    }
     result.streamEventCount = r.lastPosition;
     result.eventsLoaded += r.inserted;
     result.duplicatesSkipped += r.duplicates;

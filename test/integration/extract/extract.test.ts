@@ -9,6 +9,7 @@ import { DEFAULT_BATCH_PAGES } from '../../../src/extract/batches.js';
 import type { EventsClient } from '../../../src/upstream/events.js';
 import { ROW_GROUP_SIZE, Warehouse } from '../../../src/warehouse/Warehouse.js';
 import { DEFAULT_EVENT_TYPES } from '../../../src/config/config.js';
+import { UpstreamContractError } from '../../../src/errors.js';
 import { configFor, startSim } from '../../helpers/sim.js';
 import { tempDir } from '../../helpers/tmp.js';
 
@@ -160,6 +161,30 @@ describe('extract under its DuckDB settings (EXTRACT_SETTINGS)', () => {
       },
     } as unknown as EventsClient;
   }
+
+  it('pages that only re-send events already stored, with a new cursor each time, end the run like empty pages: exit 6 after --max-empty-pages (71,011 pages in 25 s and counting before)', async () => {
+    await onWarehouse('idle.duckdb', true, async (wh) => {
+      let fetched = 0;
+      const event = { id: 'evt-1', eventType: 'v1.patient.statusChanged', publishedTime: '2026-01-05T08:00:00.123Z', message: { trialId: 'T-1', referralSubjectId: 'RS-1' } };
+      const client = {
+        origin: new URL(base).origin,
+        async fetchPage(url: string) {
+          fetched += 1;
+          const bodyText = JSON.stringify({ events: [event], pagination: { nextPage: `${base}/events?p=${fetched}`, hasNextPage: true } });
+          return { url, bytes: bodyText.length, ...readEventsPage(bodyText) };
+        },
+      } as unknown as EventsClient;
+      const err = await extractEvents({
+        wh, client, baseUrl: base, environment: 'test', trialIds: ['T-1'], eventTypes: ['v1.patient.statusChanged'], batchPages: 10, maxEmptyPages: 30, runId: 'run-1',
+      }).catch((e: unknown) => e as Error);
+      expect(err).toBeInstanceOf(UpstreamContractError);
+      expect((err as UpstreamContractError).exitCode).toBe(6);
+      expect((err as Error).message).toMatch(/^stream s_\w+: (3\d) pages in a row brought no new event .*--max-empty-pages 30/);
+      expect(fetched).toBeLessThan(30 + 10 * 4);
+      const row = await wh.one<{ n: bigint }>('select count(*) as n from raw.events');
+      expect(Number(row!.n)).toBe(1);
+    });
+  });
 
   it('writes a batch of 25,000 re-sent events under the cap: every one recognised as a redelivery', async () => {
     await onWarehouse('cap.duckdb', true, async (wh) => {
