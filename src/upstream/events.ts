@@ -151,6 +151,11 @@ export class EventsClient {
    * @throws {UpstreamUnavailableError} (exit 4) when retries are spent (429, 5xx, network,
    *   timeouts, unreadable bodies)
    */
+  /** Whether `text` (a cursor) holds the client secret or an access token this run was issued: it would be stored. */
+  carriesSecret(text: string): boolean {
+    return this.tokens.carriesSecret(text);
+  }
+
   async fetchPage(url: string, signal?: AbortSignal, opts: { firstOfNewStream?: boolean } = {}): Promise<EventsPage> {
     const problem = cursorProblem(url, this.origin);
     if (problem !== undefined) {
@@ -290,6 +295,8 @@ export async function* pageStream(client: EventsClient, startUrl: string, opts: 
       if (next.length > MAX_CURSOR_LENGTH) throw refuse(pageNo, `is ${next.length} characters long, more than ${MAX_CURSOR_LENGTH}`);
       const problem = cursorProblem(next, client.origin);
       if (problem !== undefined) throw refuse(pageNo, problem);
+      // The cursor is stored as sent (etl.streams, and the published copy): never a credential.
+      if (client.carriesSecret?.(next) === true) throw refuse(pageNo, 'carries the access token or the client secret');
       if (!page.hasNextPage) {
         yield page;
         return;

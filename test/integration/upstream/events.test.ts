@@ -211,6 +211,23 @@ describe('pageStream', () => {
     expect(api.requests).toHaveLength(4);
   });
 
+  it('a nextPage that carries the access token, as is or percent-encoded, is refused (exit 6): the cursor is stored, the published copy held the token before', async () => {
+    for (const encode of [false, true]) {
+      const auth = await tokenServer();
+      let api: Stub;
+      api = await stub((req, res) => {
+        const token = String(req.headers.authorization).replace(/^Bearer /, '');
+        const cursor = encode ? encodeURIComponent(`k:${token}`).replace(/-/g, '%2D') : token;
+        sendJson(res, 200, pageBody([ev('e1')], `${api.origin}/rpi/events/${cursor}?c=2`, true));
+      });
+      const { client } = setup(api, auth);
+      const err = await rejection(collect(pageStream(client, `${api.origin}/rpi/events`, { label: 's1' })));
+      expect(err).toBeInstanceOf(UpstreamContractError);
+      expect(err.message).toBe('stream s1, page 1: nextPage carries the access token or the client secret; the page is refused');
+      expect(err.message).not.toContain('CANARY');
+    }
+  });
+
   it('an empty poll (hasNextPage false, nextPage = the URL requested) is normal', async () => {
     const auth = await tokenServer();
     const api = await pagedApi(10, 3);
