@@ -119,6 +119,21 @@ function firstLine(err: unknown): string {
   return line.length > 800 ? `${line.slice(0, 800)}…` : line;
 }
 
+/** DuckDB error classes raised by a value of the data, whose messages quote that value. */
+const DATA_ERROR = /\b(Conversion Error|Invalid Input Error|Out of Range Error)\b/;
+
+/**
+ * Why a model failed, for its {@link TransformError}: DuckDB's first line, unless it is an
+ * error about a value of the data, whose message quotes the value (maybe payload): then only
+ * the error's class, and no cause for `--verbose` to print (docs/security.md).
+ */
+function modelFailure(err: unknown): { why: string; cause?: unknown } {
+  const line = firstLine(err);
+  const data = DATA_ERROR.exec(line);
+  if (data === null) return { why: line, cause: err };
+  return { why: `${data[1]} on a value of the data (not quoted: it may be event payload)` };
+}
+
 /**
  * Load the seeds and build the models.
  *
@@ -217,8 +232,9 @@ export async function runTransform(wh: Warehouse, options: TransformOptions = {}
         rows = await count(model.name);
       } catch (err) {
         if (err instanceof TransformError) throw err;
-        throw new TransformError(`model ${model.name} failed to build: ${firstLine(err)}`, {
-          cause: err,
+        const { why, cause } = modelFailure(err);
+        throw new TransformError(`model ${model.name} failed to build: ${why}`, {
+          ...(cause === undefined ? {} : { cause }),
           hint: 'fix the model (sql/models) or the seed it reads; the previous models are kept',
         });
       }

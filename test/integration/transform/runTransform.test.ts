@@ -6,6 +6,7 @@ import { cpSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeEach, describe, expect, test } from 'vitest';
 import { TransformError } from '../../../src/errors.js';
+import { describeFailure } from '../../../src/cli/exit.js';
 import { MODELS_DIR, SEEDS_DIR } from '../../../src/paths.js';
 import { runTransform } from '../../../src/transform/runTransform.js';
 import { Warehouse } from '../../../src/warehouse/Warehouse.js';
@@ -92,6 +93,17 @@ describe('runTransform', () => {
     // and the warehouse is usable afterwards
     const ok = await runTransform(wh);
     expect(ok.models.find((m) => m.name === 'fct_patient_funnel')?.rows).toBe(7);
+  });
+
+  test('a model that fails on a value of the data names the error class, never the value, with --verbose either (the value was quoted before)', async () => {
+    await wh.run(insertRawEventsSql(FIXTURE_EVENTS));
+    const dir = join(tmp.dir, `data-error-${++n}`);
+    cpSync(MODELS_DIR, dir, { recursive: true });
+    writeFileSync(join(dir, 'zz_cast.sql'), `select cast(referral_subject_id || '-SUBJ' as integer) as n from {{ ref('stg_patients_created') }}`);
+    const err = await runTransform(wh, { modelsDir: dir }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(TransformError);
+    expect((err as Error).message).toBe('model zz_cast failed to build: Conversion Error on a value of the data (not quoted: it may be event payload)');
+    expect(describeFailure(err, true).text).not.toMatch(/-SUBJ/);
   });
 
   test('a cycle and an unknown ref fail before anything is built', async () => {
