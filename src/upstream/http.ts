@@ -340,9 +340,17 @@ export class HttpClient {
       const started = this.now();
       let failure: AttemptFailure;
       // The head's own clock: undici's headersTimeout starts again at each informational (1xx)
-      // response, so a server sending 103s for ever would hold the attempt for ever.
-      const headsUp = new AbortController();
-      const headTimer = setTimeout(() => headsUp.abort(), Math.min(this.policy.headersTimeoutMs, remaining));
+      // response, so a server sending 103s for ever would hold the attempt for ever. The
+      // caller's signal is forwarded by hand: AbortSignal.any would tie a signal per request
+      // to the run's signal for as long as the run lasts.
+      const attemptAbort = new AbortController();
+      let headTimedOut = false;
+      const headTimer = setTimeout(() => {
+        headTimedOut = true;
+        attemptAbort.abort();
+      }, Math.min(this.policy.headersTimeoutMs, remaining));
+      const forward = (): void => attemptAbort.abort(signal?.reason);
+      signal?.addEventListener('abort', forward, { once: true });
       try {
         const res = await this.dispatcher
           .request({
@@ -351,7 +359,7 @@ export class HttpClient {
             method,
             headers: { 'user-agent': 'recruit-etl', ...spec.headers },
             body: spec.body ?? null,
-            signal: signal ? AbortSignal.any([signal, headsUp.signal]) : headsUp.signal,
+            signal: attemptAbort.signal,
             headersTimeout: Math.min(this.policy.headersTimeoutMs, remaining),
             bodyTimeout: Math.min(this.policy.bodyTimeoutMs, remaining),
           })
@@ -380,7 +388,7 @@ export class HttpClient {
         }
       } catch (err) {
         if (signal?.aborted) throw signal.reason ?? err;
-        if (headsUp.signal.aborted && !(err instanceof EtlError)) {
+        if (headTimedOut && !(err instanceof EtlError)) {
           failure = { reason: REASON_BY_CODE['UND_ERR_HEADERS_TIMEOUT']! };
         } else if (err instanceof TransientBodyError) {
           failure = { reason: err.reason };
@@ -395,6 +403,9 @@ export class HttpClient {
           }
           failure = { reason: REASON_BY_CODE[code] ?? code };
         }
+      } finally {
+        clearTimeout(headTimer);
+        signal?.removeEventListener('abort', forward);
       }
 
       last = failure;
