@@ -451,12 +451,12 @@ export class HttpClient {
     const limit = this.policy.maxResponseBytes;
     const declared = Number(headerValue(res.headers['content-length']));
     if (Number.isFinite(declared) && declared > limit) {
-      res.body.destroy();
+      abandon(res.body);
       throw this.oversize(method, where);
     }
     const encoding = headerValue(res.headers['content-encoding']);
     if (encoding !== undefined && encoding.toLowerCase() !== 'identity') {
-      res.body.destroy();
+      abandon(res.body);
       throw new UpstreamContractError(`${method} ${where} sent a ${encoding}-encoded body that was not asked for`);
     }
     const chunks: Buffer[] = [];
@@ -482,7 +482,7 @@ export class HttpClient {
     } finally {
       clearTimeout(timer);
       // Leaves nothing half read on the connection (a no-op once the body has ended).
-      if (!res.body.readableEnded) res.body.destroy();
+      if (!res.body.readableEnded) abandon(res.body);
     }
     // undici fails a body longer or shorter than declared (retried); the rest is for safety.
     const head = whole === undefined ? [] : [whole.subarray(0, filled)];
@@ -540,6 +540,15 @@ function safeResolve(location: string, base: URL): string {
  * Consumes and discards a body so the connection can be reused, or closes it when the body
  * is over 256 KiB or takes longer than `totalMs`.
  */
+/**
+ * Destroy a body the job will not read: its connection is closed, not reused. undici then
+ * emits `RequestAbortedError` on it, which must not reach the process as an uncaught error.
+ */
+function abandon(body: Dispatcher.ResponseData['body']): void {
+  body.on('error', () => undefined);
+  body.destroy();
+}
+
 async function dump(body: Dispatcher.ResponseData['body'], totalMs: number): Promise<void> {
   const timer = setTimeout(() => body.destroy(), totalMs);
   try {
