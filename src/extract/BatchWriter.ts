@@ -180,7 +180,11 @@ export class BatchWriter {
   static async open(opts: BatchWriterOptions): Promise<BatchWriter> {
     const w = new BatchWriter(opts, ingestFolder(opts.wh));
     // Computing every hash again holds them in memory until a checkpoint: the held settings.
-    const rehashed = await w.heldIf(true, async () => (await w.writer.ensureIdHashes()) && (await opts.wh.checkpoint(), true));
+    const rehashed = await w.heldIf(true, async () => {
+      if (!(await w.writer.ensureIdHashes())) return false;
+      await opts.wh.checkpoint();
+      return true;
+    });
     if (rehashed) opts.logger.info('etl.event_ids hashed again: DuckDB hashes ids differently since they were stored');
     return w;
   }
