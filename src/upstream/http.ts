@@ -537,10 +537,6 @@ function safeResolve(location: string, base: URL): string {
 }
 
 /**
- * Consumes and discards a body so the connection can be reused, or closes it when the body
- * is over 256 KiB or takes longer than `totalMs`.
- */
-/**
  * Destroy a body the job will not read: its connection is closed, not reused. undici then
  * emits `RequestAbortedError` on it, which must not reach the process as an uncaught error.
  */
@@ -549,6 +545,10 @@ function abandon(body: Dispatcher.ResponseData['body']): void {
   body.destroy();
 }
 
+/**
+ * Consumes and discards a body so the connection can be reused, or closes it when the body
+ * is over 256 KiB or takes longer than `totalMs`.
+ */
 async function dump(body: Dispatcher.ResponseData['body'], totalMs: number): Promise<void> {
   const timer = setTimeout(() => body.destroy(), totalMs);
   try {
