@@ -21,7 +21,7 @@ import { failpoint } from '../failpoints.js';
 import { type Logger, silentLogger } from '../log/logger.js';
 import { NO_PROGRESS, type StageProgress } from '../log/progress.js';
 import { MACROS_DIR, MODELS_DIR, SEEDS_DIR } from '../paths.js';
-import { UNORDERED_WRITES, type Warehouse } from '../warehouse/Warehouse.js';
+import { dataErrorClass, UNORDERED_WRITES, type Warehouse } from '../warehouse/Warehouse.js';
 import { type CompiledModel, compileModel, loadMacros, quoteIdent } from './compileModel.js';
 import { orderModels } from './orderModels.js';
 import { loadSeedSpecs, seedSql } from './seeds.js';
@@ -119,9 +119,6 @@ function firstLine(err: unknown): string {
   return line.length > 800 ? `${line.slice(0, 800)}…` : line;
 }
 
-/** DuckDB error classes raised by a value of the data, whose messages quote that value. */
-const DATA_ERROR = /\b(Conversion Error|Invalid Input Error|Out of Range Error)\b/;
-
 /**
  * Why a model failed, for its {@link TransformError}: DuckDB's first line, unless it is an
  * error about a value of the data, whose message quotes the value (maybe payload): then only
@@ -129,9 +126,9 @@ const DATA_ERROR = /\b(Conversion Error|Invalid Input Error|Out of Range Error)\
  */
 function modelFailure(err: unknown): { why: string; cause?: unknown } {
   const line = firstLine(err);
-  const data = DATA_ERROR.exec(line);
-  if (data === null) return { why: line, cause: err };
-  return { why: `${data[1]} on a value of the data (not quoted: it may be event payload)` };
+  const data = dataErrorClass(line);
+  if (data === undefined) return { why: line, cause: err };
+  return { why: `${data} on a value of the data (not quoted: it may be event payload)` };
 }
 
 /**

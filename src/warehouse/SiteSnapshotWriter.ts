@@ -6,7 +6,7 @@
  * @module
  */
 import { UpstreamContractError, WarehouseError } from '../errors.js';
-import type { Warehouse } from './Warehouse.js';
+import { dataErrorClass, type Warehouse } from './Warehouse.js';
 import { jsonText } from '../upstream/jsonText.js';
 
 /**
@@ -54,9 +54,6 @@ async function insert(wh: Warehouse, runId: string, micrositeId: string, trialId
   );
 }
 
-/** DuckDB error classes that, for this fixed statement, only the records' content can cause. */
-const DATA_ERROR = /\b(Conversion Error|Invalid Input Error)\b/;
-
 /**
  * A failure of the insert as an error that quotes none of the input: lock, fatal and disk
  * errors (whose messages name no data) pass through; any other DuckDB message is replaced.
@@ -64,7 +61,8 @@ const DATA_ERROR = /\b(Conversion Error|Invalid Input Error)\b/;
 function withoutInput(err: unknown, list: string): unknown {
   if (!(err instanceof WarehouseError) || !err.message.startsWith('DuckDB failed while')) return err;
   const kind = /: ([A-Z][A-Za-z ]* Error):/.exec(err.message)?.[1] ?? 'DuckDB error';
-  if (DATA_ERROR.test(kind)) {
+  // For this fixed statement, only the records' content can cause an error of the data.
+  if (dataErrorClass(kind) !== undefined) {
     return new UpstreamContractError(`DuckDB refused the ${list} (${kind}); nothing of this site snapshot is stored`, {
       hint: 'the site list holds text the warehouse cannot store; report it to the site list owner',
     });

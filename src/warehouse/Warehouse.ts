@@ -70,6 +70,18 @@ const LOCK_RE = /Could not set lock on file|Conflicting lock is held/i;
 const FATAL_RE = /database has been invalidated|FATAL Error|INTERNAL Error/i;
 const DISK_RE = /No space left on device|disk is full|could not write/i;
 
+/** DuckDB error classes that a value of the data raises; their messages quote the value. */
+const DATA_ERROR_RE = /\b(Conversion Error|Invalid Input Error|Out of Range Error)\b/;
+
+/**
+ * The class of a DuckDB error that a value of the data raised (`Conversion Error`, `Invalid
+ * Input Error`, `Out of Range Error`): its message quotes that value, which may be payload
+ * (docs/security.md). Undefined for any other error.
+ */
+export function dataErrorClass(message: string): string | undefined {
+  return DATA_ERROR_RE.exec(message)?.[1];
+}
+
 /**
  * Translate a DuckDB error into a {@link WarehouseError} or {@link LockError}.
  * Messages keep the first line of DuckDB's text without the input it quotes (it may name the
@@ -77,7 +89,7 @@ const DISK_RE = /No space left on device|disk is full|could not write/i;
  */
 export function mapDuckDbError(err: unknown, what: string, path?: string): Error {
   const msg = err instanceof Error ? err.message : String(err);
-  err = withoutInput(err, msg);
+  err = quotelessCause(err, msg);
   if (LOCK_RE.test(msg)) {
     const pid = /PID (\d+)/.exec(msg)?.[1];
     return new LockError(
@@ -113,7 +125,7 @@ function withoutQuotedInput(s: string): string {
 }
 
 /** DuckDB's error as a cause to keep (`--verbose` prints it): its text without the input it quotes, and its stack frames. */
-function withoutInput(err: unknown, msg: string): Error {
+function quotelessCause(err: unknown, msg: string): Error {
   const safe = new Error(withoutQuotedInput(msg));
   const frames = err instanceof Error ? (err.stack ?? '').split('\n').filter((l) => /^\s+at /.test(l)) : [];
   safe.stack = [`${safe.name}: ${safe.message}`, ...frames].join('\n');
