@@ -141,6 +141,16 @@ describe('BatchWriter and RawEventWriter (docs/ingest.md "How a batch is written
     expect(await count('select count(*) as n from raw.events')).toBe(2);
   });
 
+  it('an id stored on another stream before the batch\'s positions is not a repeat either (the probe reads every stream\'s hashes)', async () => {
+    await commit(await batchWriter('s1'), [page(1, [ev('x'), ev('a'), ev('y')])]);
+    const s2 = await batchWriter('s2');
+    await commit(s2, [page(1, [ev('b'), ev('c'), ev('d')])]);
+    // 'a' is at position 2 of s1: below this batch's first position (4) on s2.
+    const r = await commit(s2, [page(2, [ev('a'), ev('e'), ev('e')])]);
+    expect([r.inserted, r.duplicates]).toEqual([2, 1]);
+    expect(await ids('s2')).toEqual(['b', 'c', 'd', 'a', 'e']);
+  });
+
   it('a lone surrogate in a message is quarantined: its place kept, a readable form stored, the text as sent beside it (the warehouse was bricked before)', async () => {
     const w = await batchWriter();
     const bad = '{"id":"q1","eventType":"v1.patient.statusChanged","publishedTime":"2026-01-05T08:00:00.123Z","message":{"patientStatus":"preScreening","referralSubjectId":"RS-1","note":"x\\ud800y"}}';
