@@ -286,7 +286,7 @@ async function measure(sim: Sim, ndjson: string, db: string, page: number): Prom
       const other = join(WORK, 'baseline.duckdb');
       for (const f of [other, `${other}.wal`, publishedCopyPath(other)]) rmSync(f, { force: true });
       settle();
-      baselines.push(await cli(['extract'], { ...envFor(sim, other, page), RECRUIT_ETL_BATCH_PAGES: '25' }, BASELINE));
+      baselines.push(await cli(['extract'], envFor(sim, other, page), BASELINE));
     }
   }
   const dr = median(drains);
