@@ -12,10 +12,9 @@ patients_created as (
     select * from {{ ref('stg_patients_created') }} as source_rows
     where has_required_fields
     {% if is_incremental() %}
-        and exists (
-            select 1 from {{ ref('int_delta_patients') }} as delta
-            where delta.trial_id = source_rows.trial_id
-                and delta.referral_subject_id = source_rows.referral_subject_id
+        and (source_rows.trial_id, source_rows.referral_subject_id) in (
+            -- a semi-join on the pair, not EXISTS: docs/incremental.md "Delta filters"
+            select trial_id, referral_subject_id from {{ ref('int_delta_patients') }}
         )
     {% endif %}
 ),
@@ -24,10 +23,9 @@ referral_acknowledgements as (
     select * from {{ ref('stg_referral_acknowledgements') }} as source_rows
     where has_required_fields
     {% if is_incremental() %}
-        and exists (
-            select 1 from {{ ref('int_delta_patients') }} as delta
-            where delta.trial_id = source_rows.trial_id
-                and delta.referral_subject_id = source_rows.referral_subject_id
+        and (source_rows.trial_id, source_rows.referral_subject_id) in (
+            -- a semi-join on the pair, not EXISTS: docs/incremental.md "Delta filters"
+            select trial_id, referral_subject_id from {{ ref('int_delta_patients') }}
         )
     {% endif %}
 ),
@@ -36,10 +34,9 @@ status_changes as (
     select * from {{ ref('stg_patient_status_changes') }} as source_rows
     where has_required_fields
     {% if is_incremental() %}
-        and exists (
-            select 1 from {{ ref('int_delta_patients') }} as delta
-            where delta.trial_id = source_rows.trial_id
-                and delta.referral_subject_id = source_rows.referral_subject_id
+        and (source_rows.trial_id, source_rows.referral_subject_id) in (
+            -- a semi-join on the pair, not EXISTS: docs/incremental.md "Delta filters"
+            select trial_id, referral_subject_id from {{ ref('int_delta_patients') }}
         )
     {% endif %}
 ),
@@ -48,10 +45,9 @@ contact_attempts as (
     select * from {{ ref('stg_contact_attempts') }} as source_rows
     where has_required_fields
     {% if is_incremental() %}
-        and exists (
-            select 1 from {{ ref('int_delta_patients') }} as delta
-            where delta.trial_id = source_rows.trial_id
-                and delta.referral_subject_id = source_rows.referral_subject_id
+        and (source_rows.trial_id, source_rows.referral_subject_id) in (
+            -- a semi-join on the pair, not EXISTS: docs/incremental.md "Delta filters"
+            select trial_id, referral_subject_id from {{ ref('int_delta_patients') }}
         )
     {% endif %}
 ),

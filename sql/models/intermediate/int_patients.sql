@@ -19,10 +19,9 @@ patients_created as (
     select * from {{ ref('stg_patients_created') }} as source_rows
     where has_required_fields
     {% if is_incremental() %}
-        and exists (
-            select 1 from {{ ref('int_delta_patients') }} as delta
-            where delta.trial_id = source_rows.trial_id
-                and delta.referral_subject_id = source_rows.referral_subject_id
+        and (source_rows.trial_id, source_rows.referral_subject_id) in (
+            -- a semi-join on the pair, not EXISTS: docs/incremental.md "Delta filters"
+            select trial_id, referral_subject_id from {{ ref('int_delta_patients') }}
         )
     {% endif %}
 ),
