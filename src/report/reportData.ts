@@ -217,19 +217,62 @@ export async function readReportData(wh: Warehouse, worklistRows: number): Promi
     `select strftime(max(as_of_at), '%Y-%m-%dT%H:%M:%SZ') as as_of from (
        select as_of_at from main.mart_recruitment_funnel union all select as_of_at from main.mart_site_activity)`,
   );
+  const worklists = await readWorklists(wh, worklistRows);
   const trialIds = (
     await wh.all<{ trial_id: string }>(
       `select trial_id from main.mart_recruitment_funnel union select trial_id from main.mart_site_activity
-       union select trial_id from main.mart_open_referrals order by trial_id`,
+       union select unnest(from_json(?, '["VARCHAR"]')) order by trial_id`,
+      [JSON.stringify([...worklists.keys()])],
     )
   ).map((r) => r.trial_id);
 
   const trials: TrialReport[] = [];
-  for (const trialId of trialIds) trials.push(await readTrial(wh, trialId, worklistRows));
+  for (const trialId of trialIds) trials.push(await readTrial(wh, trialId, worklists.get(trialId) ?? []));
   return { asOfAt: asOf?.as_of ?? null, trials, dataQuality: await readDataQuality(wh), worklistRows };
 }
 
-async function readTrial(wh: Warehouse, trialId: string, worklistRows: number): Promise<TrialReport> {
+/**
+ * Every trial's worklist, from one query of `mart_open_referrals` (a view, computed at each
+ * read: docs/models.md "mart_open_referrals"): per site its open count and its oldest
+ * `worklistRows` rows (at least 1: `--report-worklist-rows`), sites in order.
+ */
+async function readWorklists(wh: Warehouse, worklistRows: number): Promise<Map<string, WorklistSite[]>> {
+  const rows = await wh.all<Record<string, unknown>>(
+    `select trial_id, site_id, site_name, count(*) over (partition by trial_id, site_id) as open_count,
+       worklist_rank, patient_key, worklist_step, strftime(referral_date, '%Y-%m-%d') as referral_date, age_days,
+       is_acknowledged, contact_attempt_count, days_since_last_attempt, current_status
+     from main.mart_open_referrals
+     qualify worklist_rank <= ?
+     order by trial_id, site_id, worklist_rank`,
+    [worklistRows],
+  );
+  const out = new Map<string, WorklistSite[]>();
+  let site: WorklistSite | undefined;
+  for (const [k, r] of rows.entries()) {
+    const trialId = String(r['trial_id']);
+    // Rows come by trial, then site (a null site_id is a site of its own).
+    if (k === 0 || rows[k - 1]!['trial_id'] !== r['trial_id'] || rows[k - 1]!['site_id'] !== r['site_id']) {
+      site = { siteId: r['site_id'] as string, siteName: (r['site_name'] as string | null) ?? null, openCount: num(r['open_count']), rows: [] };
+      const sites = out.get(trialId) ?? [];
+      sites.push(site);
+      out.set(trialId, sites);
+    }
+    site!.rows.push({
+      rank: num(r['worklist_rank']),
+      patientKey: String(r['patient_key']),
+      step: String(r['worklist_step']),
+      referralDate: String(r['referral_date']),
+      ageDays: num(r['age_days']),
+      isAcknowledged: r['is_acknowledged'] === true,
+      contactAttemptCount: num(r['contact_attempt_count']),
+      daysSinceLastAttempt: numOrNull(r['days_since_last_attempt']),
+      currentStatus: (r['current_status'] as string | null) ?? null,
+    });
+  }
+  return out;
+}
+
+async function readTrial(wh: Warehouse, trialId: string, worklist: WorklistSite[]): Promise<TrialReport> {
   const f = await wh.one<Record<string, unknown>>(
     `select ${FUNNEL_STAGES.map((s) => `sum(${s.column}) as ${s.column}`).join(', ')},
        sum(acknowledged) as acknowledged, sum(contact_attempted) as contact_attempted, sum(reached) as reached,
@@ -363,35 +406,6 @@ async function readTrial(wh: Warehouse, trialId: string, worklistRows: number): 
     screeningWithin30d: share(r['s30'], r['s30d']),
     enrolledWithin60d: share(r['e60'], r['e60d']),
     isCensored: r['censored'] === true,
-  }));
-
-  const openCounts = await wh.all<{ site_id: string; site_name: string | null; n: bigint }>(
-    `select site_id, any_value(site_name) as site_name, count(*) as n from main.mart_open_referrals where trial_id = ? group by site_id order by site_id`,
-    [trialId],
-  );
-  const rows = await wh.all<Record<string, unknown>>(
-    `select site_id, worklist_rank, patient_key, worklist_step, strftime(referral_date, '%Y-%m-%d') as referral_date, age_days,
-       is_acknowledged, contact_attempt_count, days_since_last_attempt, current_status
-     from main.mart_open_referrals where trial_id = ? and worklist_rank <= ? order by site_id, worklist_rank`,
-    [trialId, worklistRows],
-  );
-  const worklist: WorklistSite[] = openCounts.map((s) => ({
-    siteId: s.site_id,
-    siteName: s.site_name,
-    openCount: Number(s.n),
-    rows: rows
-      .filter((r) => r['site_id'] === s.site_id)
-      .map((r) => ({
-        rank: num(r['worklist_rank']),
-        patientKey: String(r['patient_key']),
-        step: String(r['worklist_step']),
-        referralDate: String(r['referral_date']),
-        ageDays: num(r['age_days']),
-        isAcknowledged: r['is_acknowledged'] === true,
-        contactAttemptCount: num(r['contact_attempt_count']),
-        daysSinceLastAttempt: numOrNull(r['days_since_last_attempt']),
-        currentStatus: (r['current_status'] as string | null) ?? null,
-      })),
   }));
 
   const dqRows = await wh.all<{ check_name: string; n: bigint }>(

@@ -3,6 +3,10 @@
 -- site coordinators' worklist, with the referral's age, whether it was acknowledged, the
 -- contact attempts so far and the current status. worklist_rank orders each trial × site's
 -- list oldest referral first (tables have no order: sort by it).
+-- A view (docs/incremental.md "Columns that move with the data"): its rows age with the
+-- data's as-of time every night, and as a table all of them were written again each night.
+
+{{ config(materialized='view') }}
 
 with
 
