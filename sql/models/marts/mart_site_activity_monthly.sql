@@ -10,16 +10,12 @@ activities as (
     select * from {{ ref('int_patient_activities') }}
 ),
 
-funnel as (
-    select * from {{ ref('fct_patient_funnel') }}
-),
-
 site_names as (
     select * from {{ ref('int_site_names') }}
 ),
 
 data_as_of as (
-    select max(as_of_at) as as_of_at from funnel
+    select * from {{ ref('int_data_as_of') }}
 ),
 
 monthly as (
