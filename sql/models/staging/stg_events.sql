@@ -86,7 +86,9 @@ parsed as (
             }'
         ) as message_fields,
     from sequenced
-    inner join events
+    -- raw itself, not the filtered CTE: joined on its key, DuckDB skips the row groups outside
+    -- the first deliveries' positions before it reads a message (docs/incremental.md "Delta filters")
+    inner join {{ source('raw', 'events') }} as events
         on sequenced.stream_id = events.stream_id
         and sequenced.stream_position = events.stream_position
 ),
