@@ -30,17 +30,18 @@ delivered_keys as (
 ),
 
 staged_keys as (
+    -- by event_seq, not event_id: docs/incremental.md "Delta filters"
     select
         trial_id,
         referral_subject_id,
     from {{ ref('stg_events') }}
-    where event_id in (select event_id from delta_events)
+    where event_seq in (select event_seq from {{ ref('int_delta_event_seqs') }})
 ),
 
 touched_attempts as (
     select distinct contact_attempt_id
     from {{ ref('stg_contact_attempts') }}
-    where event_id in (select event_id from delta_events)
+    where event_seq in (select event_seq from {{ ref('int_delta_event_seqs') }})
         and contact_attempt_id is not null
 ),
 

@@ -4,7 +4,7 @@
 
 {{ config(materialized='incremental', unique_key='event_id', incremental_strategy='delete+insert') }}
 -- dbt sees refs inside is_incremental() blocks only when named here (docs/incremental.md "dbt").
--- depends_on: {{ ref('int_delta_events') }}
+-- depends_on: {{ ref('int_delta_event_seqs') }}
 
 with
 
@@ -12,7 +12,8 @@ events as (
     select * from {{ ref('stg_events') }}
     where entity = 'contact_attempt'
     {% if is_incremental() %}
-        and event_id in (select event_id from {{ ref('int_delta_events') }})
+        -- by event_seq, not event_id: docs/incremental.md "Delta filters"
+        and event_seq in (select event_seq from {{ ref('int_delta_event_seqs') }})
     {% endif %}
 ),
 
