@@ -20,7 +20,7 @@ export type FailpointName =
   | 'transform.before-commit' // every model and the watermark written, COMMIT not yet sent
   | 'export.mid-file' // a Parquet file written under its temporary name in the new snapshot folder, not renamed
   | 'export.before-swap' // the new snapshot folder complete (files and manifest), `current` not swapped yet
-  | 'run.before-checkpoint' // the run's writes done (after the export, or the lake publish), before the CHECKPOINT that precedes the read-only copy
+  | 'run.before-checkpoint' // run recorded as succeeded, before CHECKPOINT
   | 'publish.mid-copy' // the read-only copy half written
   | 'lake.mid-publish' // inside the lake's transaction: the raw delta appended, models and watermark not yet
   | 'lake.before-commit'; // the lake's transaction complete (raw, models, watermark, views), COMMIT not yet sent

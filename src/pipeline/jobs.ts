@@ -23,7 +23,7 @@ import { newRunId, RunLog, type RunCounts } from '../warehouse/RunLog.js';
 import { Warehouse } from '../warehouse/Warehouse.js';
 import { readStatus, type StreamStatus, type WarehouseStatus } from '../warehouse/readStatus.js';
 import { StreamStore } from '../warehouse/StreamStore.js';
-import { type PendingCopy, publishedCopyPath, startReadOnlyCopy } from '../warehouse/publishCopy.js';
+import { publishedCopyPath, publishReadOnlyCopy } from '../warehouse/publishCopy.js';
 import { failpoint } from '../failpoints.js';
 import { pipelineSchema, publishToLake, type PublishResult } from '../publish/lake.js';
 import { readerModes } from '../fs/readerFiles.js';
@@ -250,13 +250,6 @@ export async function runJob(command: string, stages: readonly Stage[], ctx: Job
   let committedPages = 0;
   /** The report stage's module with its charting libraries, loaded once the extract is done (src/report). */
   let reportModule: Promise<typeof import('../report/writeReport.js')> | undefined;
-  // The copy is refreshed when the warehouse's data changed. `export`, `report` and `publish`
-  // alone only read (their etl.runs row reaches the copy with the next run); a copy costs more than an export.
-  const publishesCopy = wh.path !== ':memory:' && stages.some((s) => s !== 'export' && s !== 'report' && s !== 'publish');
-  // The copy is written while the report reads, unless the lake publish, which writes the
-  // warehouse, comes after it (docs/architecture.md "DuckDB").
-  const copiesEarly = publishesCopy && !(stages.includes('publish') && config.lake !== undefined);
-  let pendingCopy: PendingCopy | undefined;
   try {
     await wh.migrate();
     const runLog = new RunLog(wh, ctx.secrets);
@@ -341,7 +334,6 @@ export async function runJob(command: string, stages: readonly Stage[], ctx: Job
         );
       }
       throwIfAborted(ctx.signal);
-      if (copiesEarly) pendingCopy = await startReadOnlyCopy(wh, runId, readerModes(config.fileMode));
       if (stages.includes('report')) {
         const { writeReport } = await (reportModule ?? import('../report/writeReport.js'));
         result.report = await stage('report', (p) =>
@@ -370,10 +362,10 @@ export async function runJob(command: string, stages: readonly Stage[], ctx: Job
       result.durationMs = Date.now() - started;
       await runLog.finish(runId, 'succeeded', counts(result), summary(result), undefined, stagesWithCounts());
       ctx.onRecorded?.(counts(result));
-      if (publishesCopy) {
-        const copy = pendingCopy ?? (await startReadOnlyCopy(wh, runId, readerModes(config.fileMode)));
-        pendingCopy = undefined;
-        result.publishedCopy = await copy.publish();
+      // The copy is refreshed when the warehouse's data changed. `export`, `report` and `publish`
+      // alone only read (their etl.runs row reaches the copy with the next run); a copy costs more than an export.
+      if (wh.path !== ':memory:' && stages.some((s) => s !== 'export' && s !== 'report' && s !== 'publish')) {
+        result.publishedCopy = await publishReadOnlyCopy(wh, runId, readerModes(config.fileMode));
       } else if (wh.path !== ':memory:') {
         await wh.checkpoint();
       }
@@ -390,7 +382,6 @@ export async function runJob(command: string, stages: readonly Stage[], ctx: Job
       progress.summary(result.summary);
       return result;
     } catch (err) {
-      await pendingCopy?.discard();
       result.durationMs = Date.now() - started;
       // After a signal, whatever failed (an interrupted statement, an aborted request) failed
       // because of it: the run is interrupted, and the CLI says so (exit 130 / 143).
