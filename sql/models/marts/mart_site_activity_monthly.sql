@@ -6,8 +6,8 @@
 
 with
 
-activities as (
-    select * from {{ ref('int_patient_activities') }}
+daily as (
+    select * from {{ ref('int_site_activity_daily') }}
 ),
 
 site_names as (
@@ -23,18 +23,18 @@ monthly as (
         trial_id,
         site_id,
         cast(date_trunc('month', activity_date) as date) as activity_month,
-        count(*) filter (where activity = 'referral_received') as referrals_received,
-        count(*) filter (where activity = 'referral_acknowledged') as referrals_acknowledged,
-        count(*) filter (where activity = 'first_contact_attempt') as first_contact_attempts,
-        count(*) filter (where activity = 'contact_attempt') as contact_attempts,
-        count(*) filter (where activity = 'patient_reached') as patients_reached,
-        count(*) filter (where activity = 'pre_screening') as pre_screenings,
-        count(*) filter (where activity = 'visit_scheduled') as visits_scheduled,
-        count(*) filter (where activity = 'screening') as screenings,
-        count(*) filter (where activity = 'enrolment') as enrolments,
-        count(*) filter (where activity = 'pre_screen_failure') as pre_screen_failures,
-        count(*) filter (where activity = 'screen_failure') as screen_failures,
-    from activities
+        sum(referrals_received)::bigint as referrals_received,
+        sum(referrals_acknowledged)::bigint as referrals_acknowledged,
+        sum(first_contact_attempts)::bigint as first_contact_attempts,
+        sum(contact_attempts)::bigint as contact_attempts,
+        sum(patients_reached)::bigint as patients_reached,
+        sum(pre_screenings)::bigint as pre_screenings,
+        sum(visits_scheduled)::bigint as visits_scheduled,
+        sum(screenings)::bigint as screenings,
+        sum(enrolments)::bigint as enrolments,
+        sum(pre_screen_failures)::bigint as pre_screen_failures,
+        sum(screen_failures)::bigint as screen_failures,
+    from daily
     group by trial_id, site_id, activity_month
 ),
 
