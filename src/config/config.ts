@@ -187,7 +187,7 @@ export const ConfigSchema = z.object({
     defaultHelp: "the server's",
   }),
   /** The most pages per transaction (`docs/ingest.md` "Batches"); the cursor always commits with its events. */
-  batchPages: option(int.default(1000).describe('pages per commit, at most (events and cursor commit together); a batch also ends at a 32 MiB batch file (4 MiB of wide events)'), {
+  batchPages: option(int.default(1000).describe('pages per commit, at most (events and cursor commit together); a batch also ends at a 64 MiB batch file (4 MiB of wide events)'), {
     commands: EVENTS,
     group: UPSTREAM_GROUP,
   }),

@@ -10,11 +10,12 @@ import { WIDE_ROW_BYTES } from '../warehouse/BatchFile.js';
 export const DEFAULT_BATCH_PAGES = 1000;
 
 /**
- * Size of a batch file at which the batch ends, bytes (32 MiB, about 50,000 events of the
+ * Size of a batch file at which the batch ends, bytes (64 MiB, about 100,000 events of the
  * usual size). A batch is written to a file as its pages arrive, so this bounds disk, not
- * memory; DuckDB loads a file of this size at its best rate (`docs/performance.md`).
+ * memory; each batch costs DuckDB a commit, so fewer, larger ones load faster
+ * (`docs/performance.md` "How the extract works").
  */
-export const BATCH_MAX_BYTES = 32 * 1024 * 1024;
+export const BATCH_MAX_BYTES = 64 * 1024 * 1024;
 
 
 /** Size of a wide batch's file at which it ends (4 MiB): the page that makes a batch wide is still added to it. */

@@ -9,10 +9,10 @@ function ends(batchPages: number, pageBytes: number, rowBytes = 700): number | u
 }
 
 describe('batchComplete (docs/ingest.md "Batches")', () => {
-  it('by default a batch ends once its file holds 32 MiB: about 50,000 events of the usual size, whatever the page size', () => {
-    expect(BATCH_MAX_BYTES).toBe(32 * 1024 * 1024);
-    expect(ends(DEFAULT_BATCH_PAGES, 1000 * 650)).toBe(52); // page size 1000
-    expect(ends(DEFAULT_BATCH_PAGES, 100 * 650)).toBe(517); // page size 100
+  it('by default a batch ends once its file holds 64 MiB: about 100,000 events of the usual size, whatever the page size', () => {
+    expect(BATCH_MAX_BYTES).toBe(64 * 1024 * 1024);
+    expect(ends(DEFAULT_BATCH_PAGES, 1000 * 650)).toBe(104); // page size 1000
+    expect(ends(DEFAULT_BATCH_PAGES, 100 * 650)).toBe(1000); // page size 100: at --batch-pages first
     expect(ends(DEFAULT_BATCH_PAGES, 650)).toBe(DEFAULT_BATCH_PAGES); // tiny pages: at --batch-pages
   });
 
