@@ -25,17 +25,7 @@ weekly as (
         trial_id,
         site_id,
         cast(date_trunc('week', activity_date) as date) as activity_week,
-        sum(referrals_received)::bigint as referrals_received,
-        sum(referrals_acknowledged)::bigint as referrals_acknowledged,
-        sum(first_contact_attempts)::bigint as first_contact_attempts,
-        sum(contact_attempts)::bigint as contact_attempts,
-        sum(patients_reached)::bigint as patients_reached,
-        sum(pre_screenings)::bigint as pre_screenings,
-        sum(visits_scheduled)::bigint as visits_scheduled,
-        sum(screenings)::bigint as screenings,
-        sum(enrolments)::bigint as enrolments,
-        sum(pre_screen_failures)::bigint as pre_screen_failures,
-        sum(screen_failures)::bigint as screen_failures,
+        {{ site_activity_sums() }}
     from daily
     group by trial_id, site_id, activity_week
 ),
