@@ -17,7 +17,6 @@ export const DEFAULT_BATCH_PAGES = 1000;
  */
 export const BATCH_MAX_BYTES = 64 * 1024 * 1024;
 
-
 /** Size of a wide batch's file at which it ends (4 MiB): the page that makes a batch wide is still added to it. */
 export const WIDE_BATCH_BYTES = 4 * 1024 * 1024;
 
