@@ -7,10 +7,11 @@
  * Needs dist/ (`make build`).
  */
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { MockApi } from '../../../src/simulator/index.js';
+import { Warehouse } from '../../../src/warehouse/Warehouse.js';
 import { runCli, type CliResult } from '../../helpers/cli.js';
 import { envFor, startSim } from '../../helpers/sim.js';
 import { tempDir } from '../../helpers/tmp.js';
@@ -136,6 +137,25 @@ describe('--site-names', () => {
         expect(r.stderr).toContain('is a character device, not a regular file');
       }),
     );
+  });
+
+  it('a regular CSV, behind a symlink, is loaded from a private copy that is gone when the process ends', async () => {
+    const csv = join(tmp.dir, 'names.csv');
+    writeFileSync(csv, 'site_id,trial_id,site_name,sponsor_site_id\nX1,,Northside Clinic,SP-1\n');
+    symlinkSync(csv, join(tmp.dir, 'names-link.csv'));
+    const scratch = join(tmp.dir, 'scratch');
+    mkdirSync(scratch);
+    const db = freshDb();
+    const r = await runCli(['transform', '--db', db, '--site-names', join(tmp.dir, 'names-link.csv')], { TMPDIR: scratch, RECRUIT_ETL_LOG_LEVEL: 'warn' }, { timeoutMs: DEADLINE_MS });
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    const wh = await Warehouse.open(db, { readOnly: true });
+    try {
+      expect(await wh.all('select site_id, site_name from main.seed_site_names')).toEqual([{ site_id: 'X1', site_name: 'Northside Clinic' }]);
+    } finally {
+      await wh.close();
+    }
+    expect(readdirSync(scratch)).toEqual([]);
   });
 
   it('a FIFO, a folder or a CSV over 16 MiB is exit 2 naming the option', async () => {
