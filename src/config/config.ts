@@ -187,7 +187,7 @@ export const ConfigSchema = z.object({
     commands: EVENTS,
     group: UPSTREAM_GROUP,
   }),
-  clientSecretFile: option(sized(OPTION_MAX_BYTES.path).min(1).optional().describe('file holding the client secret (systemd credentials, Kubernetes secrets)'), {
+  clientSecretFile: option(sized(OPTION_MAX_BYTES.path).min(1).optional().describe('file holding the client secret (systemd credentials, Kubernetes secrets): a regular file of at most 64 KiB; one setting with --client-secret, the higher source wins'), {
     commands: EVENTS,
     group: UPSTREAM_GROUP,
   }),

@@ -134,8 +134,10 @@ function readOperatorCsv(o: SeedOverride): { copy: string; header: string[] } {
  * the CSV of its seed by the operator's file.
  *
  * @throws {TransformError} on an unreadable file, an empty header, or a typed column missing from the CSV
- * @throws {ConfigError} an override names an unknown seed, or its file cannot be read, or lacks a
- *   column of the packaged seed (exit 2: the operator fixes the file)
+ * @throws {ConfigError} an override names an unknown seed, or its file cannot be read, is no
+ *   regular file or is over 16 MiB, or lacks a column of the packaged seed (exit 2: the
+ *   operator fixes the file)
+ * @throws {WarehouseError} the private copy of an override cannot be written (exit 7)
  */
 export function loadSeedSpecs(dir: string, overrides: readonly SeedOverride[] = []): SeedSpec[] {
   if (!existsSync(dir)) return [];
