@@ -187,7 +187,8 @@ render recruit-etl.service | put "$UNIT_DIR/recruit-etl.service" 0 0 0644
 render recruit-etl.timer | put "$UNIT_DIR/recruit-etl.timer" 0 0 0644
 render crontab | put "$CONF_DIR/crontab" 0 "$gid" 0640
 
-step 7 "the scheduler: $scheduler"
+step 7 "the scheduler"
+note "scheduler: $scheduler"
 case "$scheduler" in
   systemd)
     on_machine systemctl daemon-reload
