@@ -35,6 +35,10 @@ SRC="$(cd "$(dirname "$0")/.." && pwd)"
 config_src=
 secret_stdin=
 scheduler=none
+stage=
+old=
+secret_tmp=
+trap 'rm -rf "$stage" "$old" "$secret_tmp"' EXIT
 
 die() { echo "install.sh: error: $*" >&2; exit 1; }
 step() { echo "install.sh: step $1: $2" >&2; }
@@ -58,6 +62,7 @@ done
 case "$scheduler" in systemd|cron|none) ;; *) die "--scheduler must be systemd, cron or none, not $scheduler" ;; esac
 case "$PREFIX" in /*) ;; *) die "PREFIX must be an absolute path, not $PREFIX" ;; esac
 case "$TEXTFILE_DIR" in /*) ;; *) die "TEXTFILE_DIR must be an absolute path, not $TEXTFILE_DIR" ;; esac
+case "$PREFIX$TEXTFILE_DIR" in *[!A-Za-z0-9._/-]*) die "PREFIX and TEXTFILE_DIR may hold only letters, digits and . _ / -" ;; esac
 [ "$(id -u)" = 0 ] || die "run as root (it creates a user and sets owners)"
 [ -z "$config_src" ] || [ -f "$config_src" ] || die "--config $config_src is not a file"
 [ -x "$SRC/dist/cli.js" ] || die "$SRC/dist/cli.js is missing: run make build first"
@@ -119,7 +124,6 @@ gid="$(id_of group "$NAME")"
 step 2 "the application in $LIB_DIR, the command $BIN_DIR/recruit-etl"
 stage="$DESTDIR$LIB_DIR.new.$$"
 old="$DESTDIR$LIB_DIR.old.$$"
-trap 'rm -rf "$stage" "$old"' EXIT
 mkdir -p "$stage"
 cp -R "$SRC/package.json" "$SRC/package-lock.json" "$SRC/README.md" "$SRC/dist" "$SRC/sql" "$SRC/docs" "$stage/"
 if [ -d "$SRC/.duckdb/extensions" ]; then mkdir -p "$stage/.duckdb" && cp -R "$SRC/.duckdb/extensions" "$stage/.duckdb/"; fi
@@ -195,9 +199,15 @@ step 7 "the scheduler"
 note "scheduler: $scheduler"
 case "$scheduler" in
   systemd)
+    # One scheduler: a crontab left by an earlier --scheduler cron goes.
+    if [ -z "$DESTDIR" ] && crontab -u "$NAME" -l >/dev/null 2>&1; then crontab -u "$NAME" -r; note "removed the crontab of $NAME"; fi
     on_machine systemctl daemon-reload
     on_machine systemctl enable --now recruit-etl.timer ;;
   cron)
+    # One scheduler: a timer left by an earlier --scheduler systemd goes.
+    if [ -z "$DESTDIR" ] && command -v systemctl >/dev/null 2>&1 && systemctl is-enabled --quiet recruit-etl.timer 2>/dev/null; then
+      systemctl disable --now recruit-etl.timer
+    fi
     on_machine crontab -u "$NAME" "$CONF_DIR/crontab" ;;
   none)
     note "nothing scheduled: run again with --scheduler systemd (or cron)" ;;

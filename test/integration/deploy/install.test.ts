@@ -144,6 +144,28 @@ describe('deploy/install.sh into a scratch root', () => {
     expect(readFileSync(at('etc/recruit-etl/client-secret'), 'utf8')).toBe(`${SECRET}\n`);
     expect(install(['--config', cfg]).status).toBe(0); // back to the state of the first run, but for the config
   }, 180_000);
+
+  it('in a scratch root the scheduler is only named (would run: ...); bad arguments stop before any change', () => {
+    const systemd = install(['--scheduler', 'systemd']);
+    expect(systemd.status).toBe(0);
+    expect(systemd.stderr).toContain('would run: systemctl enable --now recruit-etl.timer');
+    const cron = install(['--scheduler=cron']);
+    expect(cron.status).toBe(0);
+    expect(cron.stderr).toContain('would run: crontab -u recruit-etl /etc/recruit-etl/crontab');
+    const before = snapshot();
+    for (const [args, env, message] of [
+      [['--scheduler', 'anacron'], {}, /--scheduler must be systemd, cron or none/],
+      [['--config', join(tmp.dir, 'none.json')], {}, /--config .* is not a file/],
+      [[], { PREFIX: 'opt' }, /PREFIX must be an absolute path/],
+      [[], { TEXTFILE_DIR: '/var/lib/a|b' }, /may hold only letters/],
+    ] as const) {
+      const r = spawnSync('sh', [SCRIPT, ...args], { env: { ...process.env, DESTDIR: root, ...env }, encoding: 'utf8', timeout: 30_000 });
+      expect(r.status).toBe(1);
+      expect(r.stderr).toMatch(message);
+      expect(r.stderr).not.toMatch(/step 1/);
+    }
+    expect(snapshot()).toEqual(before);
+  }, 180_000);
 });
 
 describe('the installed systemd units (Debian systemd 252, systemd-analyze verify --root)', () => {
