@@ -3,7 +3,9 @@
  * zero" walks, then what it installed tried with the real parts: Debian's `systemd-analyze verify`
  * (systemd 252) on the units inside that root, Debian cron's `crontab -n` (cron 3.0pl1) on the
  * crontab, the crontab's job line executed by /bin/sh as the job's user, and the installed command
- * run with the unit's settings. Runs as root (useradd --prefix, chown), as CI does.
+ * run with the unit's settings. Then the same script on the machine itself (DESTDIR empty) inside a
+ * private mount namespace whose /etc, /var and /usr/local are overlays: useradd, dpkg-statoverride
+ * and `crontab -u` for real, the crontab read back. Runs as root (useradd, chown, unshare), as CI does.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { spawnSync, type SpawnSyncReturns } from 'node:child_process';
@@ -165,6 +167,41 @@ describe('deploy/install.sh into a scratch root', () => {
       expect(r.stderr).not.toMatch(/step 1/);
     }
     expect(snapshot()).toEqual(before);
+  }, 180_000);
+});
+
+describe('deploy/install.sh on the machine itself (DESTDIR empty), in a private mount namespace', () => {
+  it('useradd, dpkg-statoverride and crontab -u act on /etc, /var and /usr/local overlaid for the test only', () => {
+    const work = join(tmp.dir, 'overlay');
+    // unshare(1) gives the shell its own mount table: the overlays and all the script writes
+    // vanish with it, the machine's /etc, /var and /usr/local are never written.
+    const inner = [
+      'set -eu',
+      ...['etc', 'var', 'usr/local'].map((d) => {
+        const n = `${work}/${d.replace('/', '_')}`;
+        return `mkdir -p ${n}/u ${n}/w && mount -t overlay overlay -o lowerdir=/${d},upperdir=${n}/u,workdir=${n}/w /${d}`;
+      }),
+      `echo ${SECRET} | sh ${SCRIPT} --secret-stdin --scheduler cron 2>/dev/null`,
+      'echo "passwd=$(getent passwd recruit-etl)"',
+      'echo "override=$(dpkg-statoverride --list /var/lib/prometheus/node-exporter)"',
+      'echo "spool=$(stat -c "%a %U:%G" /var/spool/cron/crontabs/recruit-etl)"',
+      'crontab -u recruit-etl -l | grep -v "^#" | grep . | sed "s/^/crontab=/"',
+      'echo "version=$(/usr/local/bin/recruit-etl --version)"',
+    ].join('\n');
+    const r = spawnSync('unshare', ['--mount', '--propagation', 'private', 'sh', '-c', inner], { encoding: 'utf8', timeout: 180_000 });
+    expect(r.stderr).toBe('');
+    expect(r.status).toBe(0);
+    const out = r.stdout.split('\n');
+    expect(out.find((l) => l.startsWith('passwd='))).toMatch(/^passwd=recruit-etl:x:\d+:\d+:recruit-etl nightly job:\/var\/lib\/recruit-etl:\/usr\/sbin\/nologin$/);
+    expect(out).toContain('override=root recruit-etl 775 /var/lib/prometheus/node-exporter');
+    expect(out).toContain('spool=600 recruit-etl:crontab'); // what Debian's crontab -u wrote, read back by crontab -l
+    expect(out.filter((l) => l.startsWith('crontab='))).toEqual(
+      readFileSync(at('etc/recruit-etl/crontab'), 'utf8').split('\n').filter((l) => l !== '' && !l.startsWith('#')).map((l) => `crontab=${l}`),
+    );
+    expect(out).toContain(`version=${(JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }).version}`);
+    // The machine itself is as it was.
+    expect(spawnSync('getent', ['passwd', 'recruit-etl']).status).not.toBe(0);
+    expect(existsSync('/etc/recruit-etl')).toBe(false);
   }, 180_000);
 });
 
