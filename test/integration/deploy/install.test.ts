@@ -68,7 +68,10 @@ beforeAll(() => {
   if (passwd) [uid, gid] = passwd.split(':').slice(2, 4).map(Number) as [number, number];
 }, 180_000);
 
-afterAll(() => tmp.cleanup());
+// Four installed trees (about 200 MB, thousands of files each): rm -rf, given time on a loaded machine.
+afterAll(() => {
+  spawnSync('rm', ['-rf', tmp.dir], { timeout: 170_000 });
+}, 180_000);
 
 describe('deploy/install.sh into a scratch root', () => {
   it('runs the steps of docs/scheduling.md "Rollout from zero", in that order, and exits 0', () => {
@@ -167,6 +170,31 @@ describe('deploy/install.sh into a scratch root', () => {
       expect(r.stderr).not.toMatch(/step 1/);
     }
     expect(snapshot()).toEqual(before);
+  }, 180_000);
+});
+
+describe('deploy/install.sh with PREFIX and TEXTFILE_DIR', () => {
+  it('writes them into the units and the crontab, and systemd-analyze verify accepts the result', () => {
+    const other = join(tmp.dir, 'other');
+    const r = spawnSync('sh', [SCRIPT], { env: { ...process.env, DESTDIR: other, PREFIX: '/opt/recruit-etl', TEXTFILE_DIR: '/srv/textfile' }, encoding: 'utf8', timeout: 180_000 });
+    expect(r.status).toBe(0);
+    expect(readlinkSync(join(other, 'opt/recruit-etl/bin/recruit-etl'))).toBe('../lib/recruit-etl/dist/cli.js');
+    const unit = readFileSync(join(other, 'etc/systemd/system/recruit-etl.service'), 'utf8');
+    expect(unitValues(unit, 'ExecStart')[0]).toMatch(/^\/opt\/recruit-etl\/bin\/recruit-etl run /);
+    expect(unitValues(unit, 'ReadWritePaths')).toEqual(['/var/lib/recruit-etl /srv/textfile']);
+    expect(blockedWrites(unit)).toEqual([]);
+    for (const u of ['recruit-etl.service', 'recruit-etl.timer']) {
+      const doc = unitValues(readFileSync(join(other, 'etc/systemd/system', u), 'utf8'), 'Documentation')[0]!;
+      expect(existsSync(join(other, doc.replace(/^file:\/\//, ''))), doc).toBe(true);
+    }
+    const cron = readFileSync(join(other, 'etc/recruit-etl/crontab'), 'utf8');
+    expect(cron).toMatch(/^PATH=\/opt\/recruit-etl\/bin:\/usr\/bin:\/bin$/m);
+    expect(cron).toMatch(/^RECRUIT_ETL_METRICS_FILE=\/srv\/textfile\/recruit_etl\.prom$/m);
+    expect(lstatSync(join(other, 'srv/textfile')).gid).toBe(lstatSync(join(other, 'var/lib/recruit-etl')).gid);
+    cpSync('/usr/lib/systemd/system', join(other, 'usr/lib/systemd/system'), { recursive: true, verbatimSymlinks: true });
+    const v = spawnSync('systemd-analyze', ['verify', `--root=${other}`, 'recruit-etl.service', 'recruit-etl.timer'], { encoding: 'utf8', timeout: 60_000 });
+    expect(v.stderr.trim()).toBe('');
+    expect(v.status).toBe(0);
   }, 180_000);
 });
 
