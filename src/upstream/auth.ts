@@ -1,5 +1,6 @@
 /**
- * OAuth 2.0 client-credentials token cache (docs/upstream.md "Tokens"; docs/contracts.md
+ * OAuth 2.0 client-credentials token cache (docs/upstream.md "Tokens", "Token requests",
+ * "Token errors"; docs/contracts.md
  * guarantees 5 and 6): one token per lifetime, refreshed shortly before it expires and once
  * after a 401, one request in flight however many callers wait.
  *
@@ -206,8 +207,10 @@ export class TokenProvider {
    * A valid bearer token: the cached one, or a new one. Concurrent callers share ONE request.
    *
    * @param signal aborts this caller's wait (the shared request goes on for the others)
-   * @throws {AuthError} (exit 3) when the token endpoint refuses the credentials (400/401/403)
-   * @throws {ConfigError} (exit 2) when the token endpoint does not exist at `{authUrl}` (404/405)
+   * @throws {AuthError} (exit 3) when the token endpoint refuses the credentials (400/401/403),
+   *   quoting its `error` and cleaned `error_description` (docs/upstream.md "Token errors")
+   * @throws {ConfigError} (exit 2) when the token endpoint does not exist at `{authUrl}` (404/405),
+   *   or cannot read the request (`invalid_request`, `unsupported_grant_type`)
    * @throws {UpstreamUnavailableError} (exit 4) when it stays unavailable after retries (5xx, 429, network)
    * @throws {UpstreamContractError} (exit 6) when its answer is not a valid token response
    */
