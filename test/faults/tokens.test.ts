@@ -114,6 +114,20 @@ describe('token lifetime', () => {
   });
 });
 
+describe('token request formats against the simulator', () => {
+  it.each([
+    ['form', 'basic'],
+    ['json', 'basic'],
+    ['form', 'body'],
+  ])('--token-request-format %s --token-client-auth %s: one token, every event', async (format, clientAuth) => {
+    const db = freshDb();
+    const out = await extractOnce(api, db, { pageSize: PAGE, tokenRequestFormat: format, tokenClientAuth: clientAuth });
+    expect(out.exitCode, out.message).toBe(0);
+    expectExactly(await readDb(db), expected, api.truth.events);
+    expect(api.stats.tokensIssued).toBe(1);
+  });
+});
+
 describe('401 on the events endpoint', () => {
   it('a token revoked mid-run: one refresh, one retry, the run succeeds exactly', async () => {
     api.faults.add({ endpoint: 'events', kind: 'revokeTokens', after: 3 });

@@ -9,6 +9,8 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { DEFAULT_EVENT_TYPES } from '../../../src/config/config.js';
 import { startMockApi, type MockApi, type TruthEvent } from '../../../src/simulator/index.js';
+import { runCli } from '../../helpers/cli.js';
+import { envFor } from '../../helpers/sim.js';
 import { countStatus, expectExactly, expectedAll, expectPrefix, extractOnce, readDb } from '../../helpers/faults.js';
 import { tempDir } from '../../helpers/tmp.js';
 import { startOauth2MockServer, startOidcProvider, type TokenServer } from './tokenServers.js';
@@ -130,6 +132,23 @@ describe('oidc-provider 9.13.3 (strict RFC 6749, resource indicators, JWT access
     expectExactly(await readDb(db), expected, sim.truth.events);
     expect(auth.requests()).toBe(2);
     expect(countStatus(sim, EVENTS, 401)).toBe(1);
+  });
+});
+
+describe('the CLI as a process against oidc-provider 9.13.3 (dist/cli.js; run `make build` first)', () => {
+  it('RECRUIT_ETL_TOKEN_* variables: form + Basic + resource is exit 0; the default JSON body is exit 2 quoting the server, the secret in no output', async () => {
+    auth = await startOidcProvider({ audience: AUDIENCE, clients: [BASIC] });
+    const sim = await simFor(auth);
+    const env = (db: string, extra: Record<string, string> = {}): Record<string, string> =>
+      envFor(sim, db, { RECRUIT_ETL_AUTH_URL: auth!.issuer, RECRUIT_ETL_CLIENT_ID: BASIC.clientId, RECRUIT_ETL_CLIENT_SECRET: BASIC.clientSecret, RECRUIT_ETL_AUDIENCE: AUDIENCE, ...extra });
+    const strict = { RECRUIT_ETL_TOKEN_REQUEST_FORMAT: 'form', RECRUIT_ETL_TOKEN_CLIENT_AUTH: 'basic', RECRUIT_ETL_TOKEN_AUDIENCE_PARAMETER: 'resource' };
+    const ok = await runCli(['extract'], env(freshDb(), strict), { timeoutMs: 30_000 });
+    expect(ok.code, ok.stderr).toBe(0);
+    expect(ok.stdout).toContain('token issued');
+    const refused = await runCli(['extract'], env(freshDb(), { RECRUIT_ETL_TOKEN_AUDIENCE_PARAMETER: 'resource' }), { timeoutMs: 30_000 });
+    expect(refused.code, refused.stderr).toBe(2);
+    expect(refused.stderr).toMatch(/^recruit-etl: error: .*HTTP 400 invalid_request: "only application\/x-www-form-urlencoded content-type bodies are supported on POST \/oauth\/token"\); check --token-request-format/);
+    for (const text of [ok.stdout, ok.stderr, refused.stdout, refused.stderr]) expect(text).not.toContain(BASIC.clientSecret);
   });
 });
 
