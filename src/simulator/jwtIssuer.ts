@@ -9,6 +9,7 @@
  * @module
  */
 import { constants, createPublicKey, verify, type JsonWebKey, type KeyObject } from 'node:crypto';
+import { ConfigError } from '../errors.js';
 
 /** The token server whose JWTs the simulator accepts. */
 export interface TrustedIssuer {
@@ -75,10 +76,16 @@ export class JwtVerifier {
    *
    * @param audience the `aud` a token must hold
    * @param now clock, epoch ms
-   * @throws Error when the JWKS cannot be read or holds no usable key
+   * @throws {ConfigError} (exit 2) when the JWKS cannot be read or holds no usable key
    */
   static async load(trusted: TrustedIssuer, audience: string, now: () => number): Promise<JwtVerifier> {
-    const doc = JSON.parse(await fetchBounded(trusted.jwksUri)) as { keys?: unknown };
+    let doc: { keys?: unknown };
+    try {
+      doc = JSON.parse(await fetchBounded(trusted.jwksUri)) as { keys?: unknown };
+    } catch (err) {
+      throw new ConfigError(`mock-api --trusted-jwks-uri: cannot read the JWKS at ${trusted.jwksUri}: ${(err as Error).message}`);
+    }
+    if (typeof doc !== 'object' || doc === null) doc = {};
     const keys: Jwk[] = [];
     for (const k of Array.isArray(doc.keys) ? doc.keys : []) {
       const jwk = k as JsonWebKey & { kid?: unknown; alg?: unknown; use?: unknown };
@@ -90,7 +97,7 @@ export class JwtVerifier {
         // A key node:crypto cannot read is not used.
       }
     }
-    if (keys.length === 0) throw new Error(`mock-api: no usable signing key in the JWKS at ${trusted.jwksUri}`);
+    if (keys.length === 0) throw new ConfigError(`mock-api --trusted-jwks-uri: no usable signing key in the JWKS at ${trusted.jwksUri}`);
     return new JwtVerifier(trusted, audience, keys, now);
   }
 

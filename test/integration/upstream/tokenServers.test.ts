@@ -8,10 +8,11 @@
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { DEFAULT_EVENT_TYPES } from '../../../src/config/config.js';
+import { ConfigError } from '../../../src/errors.js';
 import { startMockApi, type MockApi, type TruthEvent } from '../../../src/simulator/index.js';
 import { runCli } from '../../helpers/cli.js';
 import { envFor } from '../../helpers/sim.js';
-import { countStatus, expectExactly, expectedAll, expectPrefix, extractOnce, readDb } from '../../helpers/faults.js';
+import { closedPort, countStatus, expectExactly, expectedAll, expectPrefix, extractOnce, readDb } from '../../helpers/faults.js';
 import { tempDir } from '../../helpers/tmp.js';
 import { startOauth2MockServer, startOidcProvider, type TokenServer } from './tokenServers.js';
 
@@ -238,6 +239,13 @@ describe("the simulator's check of a trusted issuer's tokens (oauth2-mock-server
     } finally {
       await other.close();
     }
+  });
+
+  it('a JWKS that cannot be read: the simulator does not start (ConfigError naming --trusted-jwks-uri)', async () => {
+    const port = await closedPort();
+    const start = startMockApi({ port: 0, trustedIssuer: { issuer: `http://127.0.0.1:${port}`, jwksUri: `http://127.0.0.1:${port}/jwks` } });
+    await expect(start).rejects.toBeInstanceOf(ConfigError);
+    await expect(start).rejects.toThrow(/--trusted-jwks-uri: cannot read the JWKS/);
   });
 
   it('without trustedIssuer (the default) the same token is refused: only tokens of its own /oauth/token', async () => {
