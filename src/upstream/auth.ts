@@ -232,10 +232,6 @@ export class TokenProvider {
   }
 
   /**
-   * Drops `token` if it is still the cached one (after a 401 on it), so the next
-   * {@link TokenProvider.getToken} requests a new one; many 401s on the same token cause one refresh.
-   */
-  /**
    * Whether `text` holds the client secret or a token this provider issued, as is or
    * percent-encoded (docs/security.md): such a text must not be stored.
    */
@@ -248,6 +244,10 @@ export class TokenProvider {
     }
   }
 
+  /**
+   * Drops `token` if it is still the cached one (after a 401 on it), so the next
+   * {@link TokenProvider.getToken} requests a new one; many 401s on the same token cause one refresh.
+   */
   invalidate(token: string): void {
     if (this.cached?.token === token) {
       this.cached = undefined;
