@@ -12,9 +12,9 @@
  *
  * @module
  */
-import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { ConfigError } from '../errors.js';
+import { checkInputFile, formatBytes, INPUT_FILE_MAX_BYTES, readInputFile } from '../fs/inputFile.js';
 import { TOKEN_AUDIENCE_PARAMETERS, TOKEN_CLIENT_AUTHS, TOKEN_REQUEST_FORMATS } from '../upstream/auth.js';
 
 /**
@@ -71,8 +71,29 @@ function option<T extends z.ZodType>(schema: T, meta: OptionMeta): T {
   return schema;
 }
 
-const url = z
-  .string()
+/**
+ * The most UTF-8 bytes a string option may hold, by kind (docs/contracts.md "Options", "Sizes"):
+ * a longer value is exit 2 naming the option, before anything is opened or written.
+ */
+export const OPTION_MAX_BYTES = {
+  /** Ids: `--client-id`, each `--trial-id` and `--event-type`, `--microsite-id`, `--failpoint`. */
+  id: 256,
+  /** Labels: `--environment`, `--memory-limit`, `--lake-schema`. */
+  label: 64,
+  /** URLs and URL-like values: `--base-url`, `--auth-url`, `--audience`, `--origin`, `--lake`, `--lake-data-path`. */
+  url: 8 * 1024,
+  /** Paths: `--config`, `--db`, `--metrics-file`, `--client-secret-file`, `--site-names`, `--export-dir`. */
+  path: 4 * 1024,
+  /** `--client-secret`: as much as its file may hold. */
+  secret: INPUT_FILE_MAX_BYTES.secret,
+} as const;
+
+/** A string of at most `max` UTF-8 bytes; checked first, and a longer one gets no other check. */
+function sized(max: number): z.ZodString {
+  return z.string().refine((v) => Buffer.byteLength(v, 'utf8') <= max, { message: `must be at most ${formatBytes(max)} (UTF-8)`, abort: true });
+}
+
+const url = sized(OPTION_MAX_BYTES.url)
   .trim()
   .refine((v) => {
     try {
@@ -94,7 +115,7 @@ const isWellFormedText = (s: string): boolean => s.isWellFormed();
 const WELL_FORMED = 'must be valid Unicode text (no lone surrogate)';
 
 const DUCKDB_SIZE = /^\s*\d+(\.\d+)?\s*(b|bytes?|kb|kib|kilobytes?|mb|mib|megabytes?|gb|gib|gigabytes?|tb|tib|terabytes?)\s*$/i;
-const duckdbSize = z.string().regex(DUCKDB_SIZE, 'must be a DuckDB size such as 2GB, 512MB or 1.5GiB');
+const duckdbSize = sized(OPTION_MAX_BYTES.label).regex(DUCKDB_SIZE, 'must be a DuckDB size such as 2GB, 512MB or 1.5GiB');
 
 const int = z.number().int().positive();
 
@@ -119,9 +140,9 @@ const fileMode = z
  * "Options" (a test checks every option is there) and read it as `config.<name>`.
  */
 export const ConfigSchema = z.object({
-  config: option(z.string().min(1).optional().describe('JSON file of options: keys are option names (kebab-case)'), { commands: ALL, group: GENERAL }),
-  db: option(z.string().min(1).default('data/warehouse.duckdb').describe('DuckDB warehouse file'), { commands: WAREHOUSE, group: GENERAL }),
-  environment: option(z.string().min(1).default('production').describe('environment label recorded on streams and runs (staging, production)'), {
+  config: option(sized(OPTION_MAX_BYTES.path).min(1).optional().describe('JSON file of options: keys are option names (kebab-case)'), { commands: ALL, group: GENERAL }),
+  db: option(sized(OPTION_MAX_BYTES.path).min(1).default('data/warehouse.duckdb').describe('DuckDB warehouse file'), { commands: WAREHOUSE, group: GENERAL }),
+  environment: option(sized(OPTION_MAX_BYTES.label).min(1).default('production').describe('environment label recorded on streams and runs (staging, production)'), {
     commands: PIPELINE,
     group: GENERAL,
   }),
@@ -146,13 +167,13 @@ export const ConfigSchema = z.object({
     group: GENERAL,
   }),
   /** The Prometheus text file rewritten after every pipeline command (src/metrics/metricsFile.ts). */
-  metricsFile: option(z.string().min(1).optional().describe("Prometheus text file rewritten after every command, success or failure (node_exporter's textfile collector)"), {
+  metricsFile: option(sized(OPTION_MAX_BYTES.path).min(1).optional().describe("Prometheus text file rewritten after every command, success or failure (node_exporter's textfile collector)"), {
     commands: PIPELINE,
     group: GENERAL,
     defaultHelp: 'none',
   }),
   /** Read by src/failpoints.ts from the environment (crash tests only); declared so that the variable is known. */
-  failpoint: option(z.string().optional().describe('tests only: <name>:<n> SIGKILLs the process (src/failpoints.ts)'), {
+  failpoint: option(sized(OPTION_MAX_BYTES.id).optional().describe('tests only: <name>:<n> SIGKILLs the process (src/failpoints.ts)'), {
     commands: PIPELINE,
     group: GENERAL,
     hidden: true,
@@ -161,17 +182,17 @@ export const ConfigSchema = z.object({
   baseUrl: option(url.optional().describe("API base URL, the API's {base_url} (required)"), { commands: UPSTREAM, group: UPSTREAM_GROUP }),
   /** `--auth-url`: the token is requested at `{auth_url}/oauth/token`. */
   authUrl: option(url.optional().describe('token host; POST {auth_url}/oauth/token (required)'), { commands: EVENTS, group: UPSTREAM_GROUP }),
-  clientId: option(z.string().min(1).optional().describe('OAuth 2.0 client id for this environment (required)'), { commands: EVENTS, group: UPSTREAM_GROUP }),
+  clientId: option(sized(OPTION_MAX_BYTES.id).min(1).optional().describe('OAuth 2.0 client id for this environment (required)'), { commands: EVENTS, group: UPSTREAM_GROUP }),
   /** Never logged; prefer the env var or `--client-secret-file` (docs/security.md). */
-  clientSecret: option(z.string().min(1).optional().describe('client secret: prefer RECRUIT_ETL_CLIENT_SECRET or --client-secret-file'), {
+  clientSecret: option(sized(OPTION_MAX_BYTES.secret).min(1).optional().describe('client secret: prefer RECRUIT_ETL_CLIENT_SECRET or --client-secret-file'), {
     commands: EVENTS,
     group: UPSTREAM_GROUP,
   }),
-  clientSecretFile: option(z.string().min(1).optional().describe('file holding the client secret (systemd credentials, Kubernetes secrets)'), {
+  clientSecretFile: option(sized(OPTION_MAX_BYTES.path).min(1).optional().describe('file holding the client secret (systemd credentials, Kubernetes secrets): a regular file of at most 64 KiB; one setting with --client-secret, the higher source wins'), {
     commands: EVENTS,
     group: UPSTREAM_GROUP,
   }),
-  audience: option(z.string().min(1).optional().describe('OAuth 2.0 audience of the API (required)'), { commands: EVENTS, group: UPSTREAM_GROUP }),
+  audience: option(sized(OPTION_MAX_BYTES.url).min(1).optional().describe('OAuth 2.0 audience of the API (required)'), { commands: EVENTS, group: UPSTREAM_GROUP }),
   /** `--token-request-format`: the token request's body encoding (src/upstream/auth.ts; docs/upstream.md "Token requests"). */
   tokenRequestFormat: option(z.enum(TOKEN_REQUEST_FORMATS).default('json').describe('token request body: json (the upstream\'s documented form) or form (application/x-www-form-urlencoded, RFC 6749 §4.4)'), {
     commands: EVENTS,
@@ -187,12 +208,12 @@ export const ConfigSchema = z.object({
     commands: EVENTS,
     group: UPSTREAM_GROUP,
   }),
-  trialId: option(z.array(z.string().min(1).refine(isWellFormedText, WELL_FORMED)).default([]).describe('trial id, repeatable or comma-separated (required)'), {
+  trialId: option(z.array(sized(OPTION_MAX_BYTES.id).min(1).refine(isWellFormedText, WELL_FORMED)).default([]).describe('trial id, repeatable or comma-separated (required)'), {
     commands: UPSTREAM,
     group: UPSTREAM_GROUP,
     defaultHelp: 'none',
   }),
-  eventType: option(z.array(z.string().min(1)).default([...DEFAULT_EVENT_TYPES]).describe('event type, repeatable or comma-separated'), {
+  eventType: option(z.array(sized(OPTION_MAX_BYTES.id).min(1)).default([...DEFAULT_EVENT_TYPES]).describe('event type, repeatable or comma-separated'), {
     commands: EVENTS,
     group: UPSTREAM_GROUP,
   }),
@@ -228,15 +249,15 @@ export const ConfigSchema = z.object({
     group: UPSTREAM_GROUP,
     defaultHelp: 'none',
   }),
-  micrositeId: option(z.string().min(1).refine(isWellFormedText, WELL_FORMED).optional().describe('study-website (microsite) id (required for sites)'), { commands: SITES, group: SITES_GROUP }),
-  origin: option(z.string().min(1).optional().describe('Origin header the site list is authorized by (required for sites)'), {
+  micrositeId: option(sized(OPTION_MAX_BYTES.id).min(1).refine(isWellFormedText, WELL_FORMED).optional().describe('study-website (microsite) id (required for sites)'), { commands: SITES, group: SITES_GROUP }),
+  origin: option(sized(OPTION_MAX_BYTES.url).min(1).optional().describe('Origin header the site list is authorized by (required for sites)'), {
     commands: SITES,
     group: SITES_GROUP,
   }),
   json: option(z.boolean().default(false).describe('print JSON (a stable interface: docs/contracts.md "Commands")'), { commands: ['status', 'streams'], group: GENERAL }),
   /** The operator's CSV of event site display names, loaded as `seed_site_names` (docs/models.md "Site names"). */
   siteNames: option(
-    z.string().min(1).optional().describe('CSV of display names of event site ids (site_id,trial_id,site_name,sponsor_site_id), loaded as seed_site_names'),
+    sized(OPTION_MAX_BYTES.path).min(1).optional().describe('CSV of display names of event site ids (site_id,trial_id,site_name,sponsor_site_id), loaded as seed_site_names'),
     { commands: TRANSFORMS, group: MODELS_GROUP, defaultHelp: 'none' },
   ),
   /** Rebuild every model from all of raw instead of by the delta (docs/incremental.md). */
@@ -244,7 +265,7 @@ export const ConfigSchema = z.object({
     commands: TRANSFORMS,
     group: MODELS_GROUP,
   }),
-  exportDir: option(z.string().min(1).default('data/exports').describe('Parquet export folder; the report is <export-dir>/report.html'), { commands: EXPORTS, group: EXPORTS_GROUP }),
+  exportDir: option(sized(OPTION_MAX_BYTES.path).min(1).default('data/exports').describe('Parquet export folder; the report is <export-dir>/report.html'), { commands: EXPORTS, group: EXPORTS_GROUP }),
   /** Open referrals listed per site in the report's worklist (docs/report.md "Worklist"). */
   reportWorklistRows: option(int.default(10).describe("open referrals listed per site in the report's worklist, oldest first"), {
     commands: REPORTS,
@@ -255,18 +276,18 @@ export const ConfigSchema = z.object({
    * the lake. May hold a password: registered as a secret, never logged.
    */
   lake: option(
-    z.string().trim().regex(/^ducklake:/, "must be a DuckLake attach string such as 'ducklake:postgres:dbname=lake host=db user=etl'").optional().describe('DuckLake to publish into after every successful run: ducklake:postgres:<libpq connection string>'),
+    sized(OPTION_MAX_BYTES.url).trim().regex(/^ducklake:/, "must be a DuckLake attach string such as 'ducklake:postgres:dbname=lake host=db user=etl'").optional().describe('DuckLake to publish into after every successful run: ducklake:postgres:<libpq connection string>'),
     { commands: LAKE, group: LAKE_GROUP, defaultHelp: 'none (no publish)' },
   ),
   /** The lake's `DATA_PATH`: where its Parquet files go (docs/lakehouse.md "Layout"). */
-  lakeDataPath: option(z.string().min(1).optional().describe("the lake's DATA_PATH: a folder, or an object-store URL (needed when the lake is created)"), {
+  lakeDataPath: option(sized(OPTION_MAX_BYTES.url).min(1).optional().describe("the lake's DATA_PATH: a folder, or an object-store URL (needed when the lake is created)"), {
     commands: LAKE,
     group: LAKE_GROUP,
     defaultHelp: 'the one the lake was created with',
   }),
   /** The pipeline's schema in the lake (docs/lakehouse.md "Several pipelines"). */
   lakeSchema: option(
-    z.string().trim().regex(/^[a-z][a-z0-9_]{0,62}$/, 'must be lower-case letters, digits and _, starting with a letter').refine((v) => v !== 'all_pipelines', 'all_pipelines holds the views across pipelines').optional().describe("this pipeline's schema in the lake; all_pipelines holds views across every pipeline"),
+    sized(OPTION_MAX_BYTES.label).trim().regex(/^[a-z][a-z0-9_]{0,62}$/, 'must be lower-case letters, digits and _, starting with a letter').refine((v) => v !== 'all_pipelines', 'all_pipelines holds the views across pipelines').optional().describe("this pipeline's schema in the lake; all_pipelines holds views across every pipeline"),
     { commands: LAKE, group: LAKE_GROUP, defaultHelp: 'the --environment label' },
   ),
 });
@@ -388,19 +409,33 @@ export interface OptionSources {
 }
 
 /**
+ * Options that are one setting given two ways (docs/contracts.md "Options"): the highest
+ * source that gives either wins, and the other option's values from lower sources are
+ * dropped; both at the same source are refused by {@link resolveConfig} (exit 2).
+ */
+export const ONE_SETTING: readonly (readonly [string, string])[] = [['clientSecret', 'clientSecretFile']];
+
+/**
  * The raw value of each of `specs` by precedence: flag > `RECRUIT_ETL_*` variable > config
  * file; options given nowhere are absent (their schema default applies in {@link resolveConfig}).
- * An empty variable counts as unset.
+ * An empty variable counts as unset. For each pair of {@link ONE_SETTING} only the values of
+ * the highest source that gives either are kept.
  */
 export function gatherOptions(specs: readonly Pick<OptionSpec, 'key' | 'env'>[], sources: OptionSources): Record<string, unknown> {
   const out: Record<string, unknown> = {};
+  /** 0 flag, 1 environment, 2 config file. */
+  const level: Record<string, number> = {};
   for (const { key, env } of specs) {
     const fromFlag = sources.flags[key];
     const fromEnv = sources.env?.[env];
     const fromFile = sources.file?.[key];
-    if (fromFlag !== undefined) out[key] = fromFlag;
-    else if (fromEnv !== undefined && fromEnv !== '') out[key] = fromEnv;
-    else if (fromFile !== undefined && fromFile !== null) out[key] = fromFile;
+    if (fromFlag !== undefined) [out[key], level[key]] = [fromFlag, 0];
+    else if (fromEnv !== undefined && fromEnv !== '') [out[key], level[key]] = [fromEnv, 1];
+    else if (fromFile !== undefined && fromFile !== null) [out[key], level[key]] = [fromFile, 2];
+  }
+  for (const pair of ONE_SETTING) {
+    const best = Math.min(...pair.map((k) => level[k] ?? Infinity));
+    for (const k of pair) if (level[k] !== undefined && level[k] > best) delete out[k];
   }
   return out;
 }
@@ -420,16 +455,23 @@ export function unknownVariables(env: Readonly<Record<string, string | undefined
  * is accepted too). Keys are returned camelCase.
  *
  * @param known every option key of any command (a key meant for another command is not an error)
+ * @param readFile injectable for tests; by default a regular file of at most
+ *   {@link INPUT_FILE_MAX_BYTES}`.config` (1 MiB) read without blocking (src/fs/inputFile.ts)
  * @throws {ConfigError} naming `--config (RECRUIT_ETL_CONFIG)` when the file cannot be read, is
- *   not a JSON object, or has a key that is no option (exit 2)
+ *   not a regular file, is over 1 MiB, is not a JSON object, or has a key that is no option (exit 2)
  */
-export function readConfigFile(path: string, known: ReadonlySet<string>, readFile: (path: string) => string = (p) => readFileSync(p, 'utf8')): Record<string, unknown> {
+export function readConfigFile(
+  path: string,
+  known: ReadonlySet<string>,
+  readFile: (path: string) => string = (p) => readInputFile(p, { option: optionLabel('config'), maxBytes: INPUT_FILE_MAX_BYTES.config }).toString('utf8'),
+): Record<string, unknown> {
   const label = optionLabel('config');
   const hint = 'fix the path or the file, or unset the option';
   let text: string;
   try {
     text = readFile(path);
   } catch (err) {
+    if (err instanceof ConfigError) throw err;
     const code = (err as NodeJS.ErrnoException).code;
     const why = code === 'ENOENT' ? 'no such file' : code === 'EACCES' ? 'permission denied' : code === 'EISDIR' ? 'a folder, not a file' : (code ?? 'unreadable');
     throw new ConfigError(`${label}: cannot read ${path}: ${why}`, { cause: err, hint });
@@ -485,18 +527,39 @@ export function coerceOptions(specs: readonly Pick<OptionSpec, 'key' | 'type' | 
 }
 
 /**
+ * The client secret held by `path` (`--client-secret-file`), trimmed.
+ * @throws {ConfigError} naming the option: unreadable, not a regular file, over 64 KiB, or empty (exit 2)
+ */
+function readSecretFile(path: string, readFile: (path: string) => string): string {
+  const label = optionLabel('clientSecretFile');
+  let secret: string;
+  try {
+    secret = readFile(path).trim();
+  } catch (err) {
+    if (err instanceof ConfigError) throw err;
+    throw new ConfigError(`${label}: cannot read ${path}: ${(err as NodeJS.ErrnoException).code ?? 'error'}`, { cause: err });
+  }
+  if (secret === '') throw new ConfigError(`${label}: ${path} is empty`);
+  if (Buffer.byteLength(secret, 'utf8') > OPTION_MAX_BYTES.secret) throw new ConfigError(`${label}: ${path} holds more than ${formatBytes(OPTION_MAX_BYTES.secret)}`);
+  return secret;
+}
+
+/**
  * Validate the options of one command.
  *
  * @param raw camelCase keys from {@link gatherOptions} (or a test); lists may be arrays or
  *   comma-separated strings, numbers may be strings
  * @param needs which groups of options the command requires
- * @param readFile injectable for tests; reads `--client-secret-file`
- * @throws {ConfigError} naming every missing option with its env variable, and every invalid one (exit 2)
+ * @param readFile injectable for tests; reads `--client-secret-file`, by default a regular
+ *   file of at most {@link INPUT_FILE_MAX_BYTES}`.secret` (64 KiB) read without blocking
+ * @throws {ConfigError} naming every missing option with its env variable, and every invalid
+ *   one (too long: {@link OPTION_MAX_BYTES}), both options of a {@link ONE_SETTING} pair given
+ *   at one level, a secret file or `--site-names` that is no regular file or too large (exit 2)
  */
 export function resolveConfig(
   raw: Record<string, unknown>,
   needs: readonly Need[] = [],
-  readFile: (path: string) => string = (p) => readFileSync(p, 'utf8'),
+  readFile: (path: string) => string = (p) => readInputFile(p, { option: optionLabel('clientSecretFile'), maxBytes: INPUT_FILE_MAX_BYTES.secret }).toString('utf8'),
 ): Config {
   const input: Record<string, unknown> = {};
   for (const key of Object.keys(ConfigSchema.shape)) {
@@ -512,23 +575,21 @@ export function resolveConfig(
       const key = String(issue.path[0] ?? '');
       problems.push(`${optionLabel(key)}: ${issue.message}`);
     }
+  }
+  for (const [a, b] of ONE_SETTING) {
+    if (input[a] !== undefined && input[b] !== undefined) {
+      problems.push(`${optionLabel(a)} and ${optionLabel(b)} are one setting, given both at the same level (flags, environment or config file): give one`);
+    }
+  }
+  if (!parsed.success || problems.length > 0) {
     throw new ConfigError(`invalid configuration: ${problems.join('; ')}`, {
       hint: 'see `recruit-etl <command> --help` and docs/contracts.md "Options"',
     });
   }
   const config = parsed.data;
-  if (config.clientSecretFile !== undefined && config.clientSecret === undefined) {
-    try {
-      config.clientSecret = readFile(config.clientSecretFile).trim();
-    } catch (err) {
-      throw new ConfigError(`${optionLabel('clientSecretFile')}: cannot read ${config.clientSecretFile}: ${(err as NodeJS.ErrnoException).code ?? 'error'}`, {
-        cause: err,
-      });
-    }
-    if (config.clientSecret === '') {
-      throw new ConfigError(`${optionLabel('clientSecretFile')}: ${config.clientSecretFile} is empty`);
-    }
-  }
+  if (config.clientSecretFile !== undefined) config.clientSecret = readSecretFile(config.clientSecretFile, readFile);
+  // Read later by the transform (src/transform/seeds.ts), refused now: exit 2 before anything is written.
+  if (config.siteNames !== undefined) checkInputFile(config.siteNames, { option: optionLabel('siteNames'), maxBytes: INPUT_FILE_MAX_BYTES.csv });
   const missing = [...new Set(needs.flatMap((n) => REQUIRED[n]))].filter((key) => {
     const v = config[key];
     return v === undefined || (Array.isArray(v) && v.length === 0);

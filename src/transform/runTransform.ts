@@ -204,7 +204,9 @@ export async function runTransform(wh: Warehouse, options: TransformOptions = {}
       } catch (err) {
         if (spec.override) {
           // The operator's file: theirs to fix (exit 2), not a bug of the models.
-          throw new ConfigError(`${spec.override.option} ${spec.path}: cannot be loaded as ${spec.name}: ${firstLine(err)}`, { cause: err });
+          // DuckDB read the job's private copy (src/transform/seeds.ts): name the operator's file.
+          const why = firstLine(err).replaceAll(spec.path, spec.override.source);
+          throw new ConfigError(`${spec.override.option} ${spec.override.source}: cannot be loaded as ${spec.name}: ${why}`, { cause: err });
         }
         throw new TransformError(`seed ${spec.name} failed to load: ${firstLine(err)}`, { cause: err });
       }

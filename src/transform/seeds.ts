@@ -8,9 +8,12 @@
  *
  * @module
  */
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
-import { basename, join, resolve } from 'node:path';
-import { ConfigError, TransformError } from '../errors.js';
+import { createHash } from 'node:crypto';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { basename, join } from 'node:path';
+import { ConfigError, TransformError, WarehouseError } from '../errors.js';
+import { INPUT_FILE_MAX_BYTES, readInputFile } from '../fs/inputFile.js';
 import { quoteIdent } from './compileModel.js';
 import { sqlString } from '../warehouse/Warehouse.js';
 
@@ -24,9 +27,11 @@ export interface SeedSpec {
   columns: { name: string; type: string }[];
   /**
    * Set when an operator's file replaces the packaged CSV ({@link SeedOverride}): the option
-   * that named it, and the packaged columns, the only ones loaded (extra columns are ignored).
+   * that named it, the operator's file (`source`; `path` is then the job's private copy of
+   * it, see {@link readOperatorCsv}), and the packaged columns, the only ones loaded (extra
+   * columns are ignored).
    */
-  override?: { option: string; columns: string[] };
+  override?: { option: string; source: string; columns: string[] };
 }
 
 /**
@@ -91,13 +96,48 @@ function readHeader(path: string): string[] {
   return parseHeader(first);
 }
 
+/** The folder of this process's copies of operator CSVs (0700), removed when the process exits. */
+let copiesDir: string | undefined;
+
+/**
+ * Read an operator's CSV ({@link SeedOverride}) once, as an input file (src/fs/inputFile.ts):
+ * a regular file of at most 16 MiB, never blocking on a FIFO or device; and copy those bytes
+ * to a private file (0600, in a 0700 folder of the temporary directory, removed at exit),
+ * which is what DuckDB and the models' digest then read, so that a path swapped meanwhile
+ * (for a FIFO, or a larger file) is never read (docs/contracts.md "Input files").
+ *
+ * @returns the private copy's path and the header of the operator's file
+ * @throws {ConfigError} naming the option: unreadable, not a regular file, over 16 MiB (exit 2)
+ * @throws {WarehouseError} the copy cannot be written: the temporary directory is full or read-only (exit 7)
+ */
+function readOperatorCsv(o: SeedOverride): { copy: string; header: string[] } {
+  const bytes = readInputFile(o.path, { option: o.option, maxBytes: INPUT_FILE_MAX_BYTES.csv });
+  let copy: string;
+  try {
+    if (copiesDir === undefined) {
+      const dir = mkdtempSync(join(tmpdir(), 'recruit-etl-seeds-'));
+      process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
+      copiesDir = dir;
+    }
+    copy = join(copiesDir, `${o.seed}-${createHash('sha256').update(bytes).digest('hex').slice(0, 16)}.csv`);
+    writeFileSync(copy, bytes, { mode: 0o600 });
+  } catch (err) {
+    throw new WarehouseError(`${o.option} ${o.path}: cannot copy the file to the temporary directory ${tmpdir()}: ${(err as NodeJS.ErrnoException).code ?? 'error'}`, { cause: err });
+  }
+  const nl = bytes.indexOf(0x0a);
+  const first = (nl < 0 ? bytes : bytes.subarray(0, nl)).toString('utf8').replace(/\r$/, '');
+  return { copy, header: parseHeader(first) };
+}
+
 /**
  * Read every `*.csv` of `dir` with the column types of `_seeds.yml`; an override replaces
  * the CSV of its seed by the operator's file.
  *
  * @throws {TransformError} on an unreadable file, an empty header, or a typed column missing from the CSV
- * @throws {ConfigError} an override names an unknown seed, or its file cannot be read, or lacks a
- *   column of the packaged seed (exit 2: the operator fixes the file)
+ * @throws {ConfigError} an override names an unknown seed, or its file cannot be read, is no
+ *   regular file or is over 16 MiB, or lacks a column of the packaged seed (exit 2: the
+ *   operator fixes the file)
+ * @throws {WarehouseError} the private copy of an override cannot be written (exit 7)
  */
 export function loadSeedSpecs(dir: string, overrides: readonly SeedOverride[] = []): SeedSpec[] {
   if (!existsSync(dir)) return [];
@@ -123,13 +163,7 @@ export function loadSeedSpecs(dir: string, overrides: readonly SeedOverride[] = 
       specs.push({ name, path: packaged, columns: header.map((c) => ({ name: c, type: types[c] ?? 'varchar' })) });
       continue;
     }
-    const path = resolve(override.path);
-    let own: string[];
-    try {
-      own = readHeader(path);
-    } catch (err) {
-      throw new ConfigError(`${override.option} ${override.path}: cannot read the file (${(err as NodeJS.ErrnoException).code ?? 'error'})`, { cause: err });
-    }
+    const { copy: path, header: own } = readOperatorCsv(override);
     const missing = header.filter((c) => !own.includes(c));
     if (missing.length > 0) {
       throw new ConfigError(`${override.option} ${override.path}: the header lacks column(s) ${missing.join(', ')}`, {
@@ -142,7 +176,7 @@ export function loadSeedSpecs(dir: string, overrides: readonly SeedOverride[] = 
       name,
       path,
       columns: own.map((c) => ({ name: c, type: types[c] ?? 'varchar' })),
-      override: { option: override.option, columns: header },
+      override: { option: override.option, source: override.path, columns: header },
     });
   }
   return specs;

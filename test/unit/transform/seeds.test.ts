@@ -1,4 +1,4 @@
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, test } from 'vitest';
 import { SEEDS_DIR } from '../../../src/paths.js';
@@ -50,7 +50,9 @@ describe('seeds', () => {
     writeFileSync(own, 'site_name,notes,site_id,sponsor_site_id,trial_id\nSite One,x,S1,,\n');
     const specs = loadSeedSpecs(SEEDS_DIR, [{ seed: 'seed_site_names', path: own, option: '--site-names' }]);
     const spec = specs.find((s) => s.name === 'seed_site_names')!;
-    expect(spec.path).toBe(own);
+    expect(spec.override?.source).toBe(own);
+    // DuckDB reads the job's private copy of the bytes checked (src/fs/inputFile.ts), not the path again
+    expect(readFileSync(spec.path, 'utf8')).toBe(readFileSync(own, 'utf8'));
     expect(spec.columns.map((c) => c.name)).toEqual(['site_name', 'notes', 'site_id', 'sponsor_site_id', 'trial_id']);
     expect(seedSql(spec)).toMatch(/^create or replace table "main"\."seed_site_names" as select "site_id", "trial_id", "site_name", "sponsor_site_id" from read_csv\(/);
     const bad = (header: string): unknown => {
@@ -67,7 +69,7 @@ describe('seeds', () => {
     expect((missing as Error).message).toBe(`--site-names ${own}: the header lacks column(s) trial_id, sponsor_site_id`);
     expect((bad('site_id,trial_id,site_name,sponsor_site_id,site_id') as Error).message).toMatch(/names column site_id twice/);
     expect(bad('')).toBeInstanceOf(ConfigError);
-    expect(() => loadSeedSpecs(SEEDS_DIR, [{ seed: 'seed_site_names', path: join(tmp.dir, 'nope.csv'), option: '--site-names' }])).toThrow(/cannot read the file \(ENOENT\)/);
+    expect(() => loadSeedSpecs(SEEDS_DIR, [{ seed: 'seed_site_names', path: join(tmp.dir, 'nope.csv'), option: '--site-names' }])).toThrow(/^--site-names: cannot read .*nope\.csv: no such file$/);
     expect(() => loadSeedSpecs(SEEDS_DIR, [{ seed: 'seed_nothing', path: own, option: '--x' }])).toThrow(ConfigError);
   });
 });
