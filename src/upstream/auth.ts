@@ -201,6 +201,9 @@ export class TokenProvider {
     this.where = redactUrl(this.tokenUrl);
     this.secrets = opts.secrets ?? new SecretRegistry();
     this.secrets.addSecret(opts.credentials.clientSecret);
+    // The forms the secret travels in: form-urlencoded, and the Basic credentials (base64 of id:secret).
+    this.secrets.addSecret(formUrlEncode(opts.credentials.clientSecret));
+    this.secrets.addSecret(tokenRequest(opts.credentials).headers['authorization']?.replace(/^Basic /, ''));
   }
 
   /**

@@ -259,6 +259,14 @@ describe('token requests (RFC 6749 §4.4, §2.3.1)', () => {
     expect(basic).toBe('a+b%3Ac:p%25s%2Bw%2Fd%3A%C3%A9+%7E*');
   });
 
+  it('an endpoint echoing the Basic credentials or the form-encoded secret: both are redacted', async () => {
+    const secret = 'CANARY SECRET+/x';
+    const basic = tokenRequest({ ...creds, clientSecret: secret, clientAuth: 'basic' }).headers['authorization']!.replace('Basic ', '');
+    const { http } = fakeHttp(() => ({ status: 401, body: { error: 'invalid_client', error_description: `got ${basic} and CANARY+SECRET%2B%2Fx` } }));
+    const err = await rejection(new TokenProvider({ credentials: { ...creds, clientSecret: secret, clientAuth: 'basic' }, http }).getToken());
+    expect(err.message).toContain('"got [redacted] and [redacted]"');
+  });
+
   it('json + basic: the JSON body carries no client credentials', () => {
     const req = tokenRequest({ ...creds, clientAuth: 'basic' });
     expect(JSON.parse(req.body)).toEqual({ grant_type: 'client_credentials', audience: 'aud' });
