@@ -15,6 +15,7 @@
 import { z } from 'zod';
 import { ConfigError } from '../errors.js';
 import { checkInputFile, formatBytes, INPUT_FILE_MAX_BYTES, readInputFile } from '../fs/inputFile.js';
+import { TOKEN_AUDIENCE_PARAMETERS, TOKEN_CLIENT_AUTHS, TOKEN_REQUEST_FORMATS } from '../upstream/auth.js';
 
 /**
  * Default event types (docs/contracts.md "Options"): the three patient types and both
@@ -192,6 +193,21 @@ export const ConfigSchema = z.object({
     group: UPSTREAM_GROUP,
   }),
   audience: option(sized(OPTION_MAX_BYTES.url).min(1).optional().describe('OAuth 2.0 audience of the API (required)'), { commands: EVENTS, group: UPSTREAM_GROUP }),
+  /** `--token-request-format`: the token request's body encoding (src/upstream/auth.ts; docs/upstream.md "Token requests"). */
+  tokenRequestFormat: option(z.enum(TOKEN_REQUEST_FORMATS).default('json').describe('token request body: json (the upstream\'s documented form) or form (application/x-www-form-urlencoded, RFC 6749 §4.4)'), {
+    commands: EVENTS,
+    group: UPSTREAM_GROUP,
+  }),
+  /** `--token-client-auth`: client authentication at the token endpoint (RFC 6749 §2.3.1). */
+  tokenClientAuth: option(z.enum(TOKEN_CLIENT_AUTHS).default('body').describe('client authentication at the token endpoint: body (client_id and client_secret in the body) or basic (HTTP Basic)'), {
+    commands: EVENTS,
+    group: UPSTREAM_GROUP,
+  }),
+  /** `--token-audience-parameter`: the request parameter carrying `--audience`. */
+  tokenAudienceParameter: option(z.enum(TOKEN_AUDIENCE_PARAMETERS).default('audience').describe('token request parameter carrying --audience: audience, or resource (RFC 8707 resource indicator)'), {
+    commands: EVENTS,
+    group: UPSTREAM_GROUP,
+  }),
   trialId: option(z.array(sized(OPTION_MAX_BYTES.id).min(1).refine(isWellFormedText, WELL_FORMED)).default([]).describe('trial id, repeatable or comma-separated (required)'), {
     commands: UPSTREAM,
     group: UPSTREAM_GROUP,
