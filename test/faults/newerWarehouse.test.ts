@@ -65,6 +65,10 @@ describe('a newer warehouse is refused (it was written anyway, exit 0)', () => {
     const doc = JSON.parse(json.stdout) as { warning?: string; streams: unknown[] };
     expect(doc.warning).toMatch(/recruit-etl 9\.9\.9/);
     expect(doc.streams).toHaveLength(1);
+    const streams = await runCli(['streams', '--json'], env);
+    expect(streams.code).toBe(0);
+    expect(JSON.parse(streams.stdout)).toHaveLength(1);
+    expect(streams.stderr).toMatch(/^recruit-etl: warning: .*schema version 999/m);
     expect(sha(db)).toBe(before);
   }, 120_000);
 });

@@ -36,6 +36,7 @@ export function streamsCommand(ctx: CliContext): CommandModule {
         return;
       }
       const status = await statusJob(config);
+      if (status.warning) ctx.stderr.write(`recruit-etl: warning: ${status.warning}\n`);
       ctx.stdout.write(config.json ? `${JSON.stringify(status.streams, null, 2)}\n` : `${formatStreams(status.streams)}\n`);
     },
   };
