@@ -73,7 +73,7 @@ aggregated as (
         -- contact attempts
         count(*) filter (where is_contact_attempted) as contact_attempted,
         count(*) filter (where not is_contact_attempted) as never_attempted,
-        -- a sum of integers is a HUGEINT in DuckDB (a DECIMAL in Parquet, 3.0 in BI tools): a count stays a BIGINT
+        -- a sum of integers is a HUGEINT in DuckDB (a DOUBLE in Parquet: 3.0 in BI tools): a count stays a BIGINT
         cast(sum(contact_attempt_count) as bigint) as contact_attempts,
         quantile_cont(days_to_first_contact_attempt, 0.5) as median_days_to_first_contact_attempt,
         quantile_cont(days_to_first_contact_attempt, 0.9) as p90_days_to_first_contact_attempt,

@@ -1,7 +1,7 @@
 /**
- * Counts exported as DECIMAL showed as 3.0 in BI tools (`contact_attempts`,
+ * Counts exported as non-integers showed as 3.0 in BI tools (`contact_attempts`,
  * `attempts_until_reached_sum` of mart_recruitment_funnel: a sum of integers is a HUGEINT in
- * DuckDB, a DECIMAL(38,0) in Parquet). Every count of the exported models is an integer:
+ * DuckDB, which DuckDB 1.5 writes to Parquet as a DOUBLE). Every count of the exported models is an integer:
  * no exported column is a DECIMAL or a HUGEINT, and those two are INT64 in the Parquet file
  * itself (docs/models.md "mart_recruitment_funnel").
  */
@@ -12,7 +12,7 @@ import { sqlString, type Warehouse } from '../../../src/warehouse/Warehouse.js';
 import { tempDir } from '../../helpers/tmp.js';
 import { builtWarehouse, simulatorRows } from '../../helpers/warehouses.js';
 
-describe('exported counts are integers (they were DECIMAL: 3.0 in BI tools)', () => {
+describe('exported counts are integers (they were HUGEINT, DOUBLE in Parquet: 3.0 in BI tools)', () => {
   let wh: Warehouse;
   let manifest: Manifest;
   const tmp = tempDir('recruit-etl-types-');
