@@ -591,9 +591,11 @@ function migrationFiles(dir: string): string[] {
  */
 export function newerWarehouseMessage(path: string, unknown: readonly AppliedMigration[], dir: string = WAREHOUSE_SQL_DIR): string {
   const newest = unknown[unknown.length - 1]!;
-  const by = newest.build === null ? 'a newer build' : `recruit-etl ${newest.build}`;
+  // The file's own text: escaped and capped, like any value read from a file.
+  const quoted = (v: string, max: number): string => JSON.stringify(v).slice(1, -1).slice(0, max);
+  const by = newest.build === null ? 'a newer build' : `recruit-etl ${quoted(newest.build, 64)}`;
   const ours = migrationFiles(dir).at(-1)?.replace(/\.sql$/, '') ?? 'none';
-  const names = JSON.stringify(newest.name).slice(1, -1).slice(0, 120);
+  const names = quoted(newest.name, 120);
   return `the warehouse ${path} is at schema version ${newest.version} (${names}, applied ${newest.appliedAt} by ${by}), ` +
     `which this build (recruit-etl ${BUILD_VERSION}, newest migration ${ours}) does not know`;
 }
