@@ -255,6 +255,8 @@ export const ConfigSchema = z.object({
     group: SITES_GROUP,
   }),
   json: option(z.boolean().default(false).describe('print JSON (a stable interface: docs/contracts.md "Commands")'), { commands: ['status', 'streams'], group: GENERAL }),
+  /** Confirms `streams retire` of a stream that has received pages (docs/contracts.md "Streams"). */
+  yes: option(z.boolean().default(false).describe('streams retire: confirm retiring a stream that has received pages'), { commands: ['streams'], group: GENERAL }),
   /** The operator's CSV of event site display names, loaded as `seed_site_names` (docs/models.md "Site names"). */
   siteNames: option(
     sized(OPTION_MAX_BYTES.path).min(1).optional().describe('CSV of display names of event site ids (site_id,trial_id,site_name,sponsor_site_id), loaded as seed_site_names'),
