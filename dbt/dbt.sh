@@ -65,7 +65,12 @@ if names and os.path.exists(db):
     con = duckdb.connect(db, read_only=True)
     have = {r[0] for r in con.execute("select table_name from information_schema.tables where table_schema = 'main' and table_type = 'BASE TABLE'").fetchall()}
     con.close()
-    print("\n".join(n for n in names if n in have))
+    kept = [n for n in names if n in have]
+    for n in kept:
+        var = (seeds[n].get("+meta") or {}).get("variable")
+        if var and os.environ.get(var):
+            print(f"dbt.sh: {var} is set: dbt keeps {n} as the job last loaded it; give the file to the job (recruit-etl transform) to load it", file=sys.stderr)
+    print("\n".join(kept))
 PY
     ) || { echo "dbt.sh: error: cannot read the operator's seed tables of $db" >&2; exit 1; }
     keep=($(printf '%s\n' "${keep[@]}" | grep -v '^$' || true))

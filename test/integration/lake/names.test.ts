@@ -124,4 +124,22 @@ describe('the lake names its catalog; one schema, one pipeline', { timeout: 300_
     expect(old.code, old.stderr).toBe(2);
     expect(old.stderr).toContain(join(tmp.dir, 's2', 'warehouse.duckdb'));
   });
+
+  it('a schema published before pipelines were recorded is claimed by its own warehouse, refused to another', async () => {
+    // As an earlier build left it: watermarks, no publish_pipeline.
+    const writer = await Warehouse.open(':memory:');
+    try {
+      await loadLakeExtensions(writer, true);
+      await writer.run(`attach ${sqlString(lake)} as lw`);
+      await writer.run('drop table lw.production.publish_pipeline');
+    } finally {
+      await writer.close();
+    }
+    const other = await run('s3', 'warehouse.duckdb', 'STAGING', { RECRUIT_ETL_LAKE_SCHEMA: 'production' }, 'publish');
+    expect(other.code, other.stderr).toBe(2);
+    expect(other.stderr).toMatch(/the lake schema production belongs to another pipeline: another warehouse \(streams s_/);
+    ok(await run('prod', 'production.duckdb', 'production', {}, 'publish'));
+    const owner = await reader.one<{ f: string }>('select warehouse_file as f from rl.production.publish_pipeline');
+    expect(owner?.f).toBe(join(tmp.dir, 'prod', 'production.duckdb'));
+  });
 });
