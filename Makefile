@@ -24,6 +24,7 @@ help:
 	@echo "make demo-lake the demo, then a publish into a DuckLake on a private PostgreSQL (docs/lakehouse.md)"
 	@echo "make bench-lake publish times into a DuckLake (BENCH_EVENTS=200000)"
 	@echo "make extensions DuckDB extensions of the lake from PyPI into .duckdb/extensions"
+	@echo "make moto      moto's S3 server from PyPI (the lake's object-store test) into .make/moto"
 
 node_modules/.installed: package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error

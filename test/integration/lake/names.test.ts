@@ -90,6 +90,14 @@ describe('the lake names its catalog; one schema, one pipeline', { timeout: 300_
     expect(await n('select count(*) as n from rl.production.raw_events')).toBe(await events(join(tmp.dir, 'prod', 'production.duckdb')));
   });
 
+  it('a warehouse file named like the lake\'s own alias (_recruit_etl_lake.duckdb) is exit 2, never taken for the lake', async () => {
+    const before = await n('select max(snapshot_id) as n from rl.snapshots()');
+    const r = await run('alias', '_recruit_etl_lake.duckdb', 'aliased', {}, 'publish');
+    expect(r.code, r.stderr).toBe(2);
+    expect(r.stderr).toMatch(/the warehouse's catalog is named _recruit_etl_lake/);
+    expect(await n('select max(snapshot_id) as n from rl.snapshots()')).toBe(before);
+  });
+
   it('Staging, staging and STAGING (separate warehouses) do not share schema staging: the second and third are exit 2, the lake unchanged', async () => {
     ok(await run('s1', 'warehouse.duckdb', 'Staging'));
     const first = await events(join(tmp.dir, 's1', 'warehouse.duckdb'));
