@@ -292,11 +292,7 @@ export async function publishToLake(opts: PublishOptions): Promise<PublishResult
   const { wh, schema, runId } = opts;
   const logger = (opts.logger ?? silentLogger()).child({ stage: 'publish' });
   const started = Date.now();
-  if (!LAKE_SCHEMA_RE.test(schema) || RESERVED_SCHEMAS.includes(schema)) {
-    throw new ConfigError(`--lake-schema (RECRUIT_ETL_LAKE_SCHEMA): ${JSON.stringify(schema.slice(0, 80))} must be lower-case letters, digits and _ (starting with a letter), not ${RESERVED_SCHEMAS.join(', ')}`, {
-      hint: 'the default is the --environment label in lower case: give --lake-schema',
-    });
-  }
+  checkSchemaName(schema);
   const env = opts.env ?? process.env;
   const me = await warehouseIdentity(wh, opts.environment);
   const L = LAKE_ALIAS;
@@ -319,12 +315,7 @@ export async function publishToLake(opts: PublishOptions): Promise<PublishResult
     let result: Omit<PublishResult, 'compacted' | 'durationMs'> & { unchanged: boolean };
     try {
       result = await wh.transaction(async () => {
-        if (pg) {
-          const got = await wh.one<{ got: boolean }>(
-            `select got from postgres_query('${L}_pg', ${sqlString(`select pg_try_advisory_xact_lock(hashtext('recruit-etl publish ${schema}')) as got`)})`,
-          );
-          if (got?.got !== true) throw lockError(schema, 'another publisher holds it now');
-        }
+        if (pg) await lockSchema(wh, schema);
         await claimSchema(wh, schema, me, opts.pipelineMoved === true, runId, logger);
         const exists = await wh.one<{ n: bigint }>(`select count(*) as n from duckdb_tables() where database_name = '${L}' and lower(schema_name) = ? and table_name = '${LAKE_WATERMARKS}'`, [schema]);
         if (Number(exists?.n ?? 0) === 0) {
@@ -361,13 +352,7 @@ export async function publishToLake(opts: PublishOptions): Promise<PublishResult
         return { schema, snapshotId: Number(snap?.id ?? -1), events: Number(appended?.n ?? 0), models: replace, merged, streams: moved, unchanged: false };
       });
     } catch (err) {
-      if (err instanceof LockError) throw err;
-      if (CONFLICT_RE.test(fullMessage(err))) throw lockError(schema, 'another publisher committed to it while this one ran', err);
-      if (err instanceof ConfigError) throw err;
-      throw new WarehouseError(`publishing to the lake failed: ${redactLake(firstLine(err))}`, {
-        cause: err,
-        hint: 'nothing of this publish is in the lake; the next run publishes the same delta again',
-      });
+      throw publishFailure(err, schema);
     }
     // The committed snapshot: current_snapshot() inside the transaction is the one before it.
     const { unchanged, ...done } = result;
@@ -381,6 +366,38 @@ export async function publishToLake(opts: PublishOptions): Promise<PublishResult
   } finally {
     await detachLake(wh);
   }
+}
+
+/**
+ * @throws {ConfigError} not a valid pipeline schema ({@link LAKE_SCHEMA_RE}, not one of {@link RESERVED_SCHEMAS}; exit 2)
+ */
+function checkSchemaName(schema: string): void {
+  if (LAKE_SCHEMA_RE.test(schema) && !RESERVED_SCHEMAS.includes(schema)) return;
+  throw new ConfigError(`--lake-schema (RECRUIT_ETL_LAKE_SCHEMA): ${JSON.stringify(schema.slice(0, 80))} must be lower-case letters, digits and _ (starting with a letter), not ${RESERVED_SCHEMAS.join(', ')}`, {
+    hint: 'the default is the --environment label in lower case: give --lake-schema',
+  });
+}
+
+/**
+ * Take the schema's advisory lock on the catalog's PostgreSQL, inside the publish's transaction.
+ * @throws {LockError} another publisher holds it (exit 5)
+ */
+async function lockSchema(wh: Warehouse, schema: string): Promise<void> {
+  const got = await wh.one<{ got: boolean }>(
+    `select got from postgres_query('${LAKE_ALIAS}_pg', ${sqlString(`select pg_try_advisory_xact_lock(hashtext('recruit-etl publish ${schema}')) as got`)})`,
+  );
+  if (got?.got !== true) throw lockError(schema, 'another publisher holds it now');
+}
+
+/** The error a failed publish transaction ends with: a lock or conflict is exit 5, a refusal of ours stays, the rest exit 7. */
+function publishFailure(err: unknown, schema: string): Error {
+  if (err instanceof LockError) return err;
+  if (CONFLICT_RE.test(fullMessage(err))) return lockError(schema, 'another publisher committed to it while this one ran', err);
+  if (err instanceof ConfigError) return err;
+  return new WarehouseError(`publishing to the lake failed: ${redactLake(firstLine(err))}`, {
+    cause: err,
+    hint: 'nothing of this publish is in the lake; the next run publishes the same delta again',
+  });
 }
 
 function lockError(schema: string, why: string, cause?: unknown): LockError {
