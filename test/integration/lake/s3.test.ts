@@ -137,6 +137,7 @@ describe('the lake on an S3-compatible object store (moto 5.2.5, httpfs 1.5.5)',
     // Every data file is an object in the bucket under the prefix, as moto lists them.
     const files = (await reader.all<{ f: string }>("select data_file as f from ducklake_list_files('rl', 'raw_events', schema => 'objects')")).map((r) => r.f);
     expect(files.length).toBeGreaterThan(0);
+    console.log(`moto holds ${files.length} raw_events file(s) under s3://${BUCKET}/nightly/objects/, all listed by the catalog`);
     const listing = await (await fetch(`${moto.url}/${BUCKET}?list-type=2&prefix=nightly/`, { signal: AbortSignal.timeout(10_000) })).text();
     for (const f of files) {
       expect(f.startsWith(`s3://${BUCKET}/nightly/objects/raw_events/`), f).toBe(true);
@@ -155,6 +156,7 @@ describe('the lake on an S3-compatible object store (moto 5.2.5, httpfs 1.5.5)',
       RECRUIT_ETL_LAKE: `ducklake:postgres:${pg.conninfo('lake_missing_bucket')}`,
       RECRUIT_ETL_LAKE_DATA_PATH: 's3://no-such-bucket/x/',
     });
+    console.log(`moto answered a publish into a missing bucket: exit ${r.code}: ${r.stderr.trim().split('\n')[0]}`);
     expect(r.code, r.stderr).toBe(7);
     expect(r.stderr).toMatch(/publishing to the lake failed|cannot attach the lake/);
     expect(r.stderr + r.stdout).not.toContain(SECRET);
