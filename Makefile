@@ -7,7 +7,7 @@ SHELL := /bin/bash
 DEMO_PORT ?= 8787
 SOURCES := $(shell find src -name '*.ts' 2>/dev/null) tsconfig.json tsconfig.build.json
 
-.PHONY: help install build typecheck test demo run status dbt bench clean extensions postgres demo-lake bench-lake chromium screenshot cron systemd linters
+.PHONY: help install build typecheck test demo run status dbt bench clean extensions postgres demo-lake bench-lake chromium screenshot cron systemd linters moto
 
 # PostgreSQL server binaries for the lake's integration tests and make demo-lake (initdb, pg_ctl).
 PG_BIN ?= $(or $(shell pg_config --bindir 2>/dev/null | grep -v '^$$' || true),/usr/lib/postgresql/15/bin)
@@ -24,6 +24,7 @@ help:
 	@echo "make demo-lake the demo, then a publish into a DuckLake on a private PostgreSQL (docs/lakehouse.md)"
 	@echo "make bench-lake publish times into a DuckLake (BENCH_EVENTS=200000)"
 	@echo "make extensions DuckDB extensions of the lake from PyPI into .duckdb/extensions"
+	@echo "make moto      moto's S3 server from PyPI (the lake's object-store test) into .make/moto"
 
 node_modules/.installed: package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
@@ -58,6 +59,19 @@ build: dist/.built
 	@touch $@
 
 extensions: .duckdb/extensions/.stamp
+
+# The lake's object-store test (test/integration/lake/s3.test.ts) starts moto's S3 server on
+# loopback: moto[server] from PyPI, pinned in test/integration/lake/moto-requirements.txt,
+# in a venv of its own under .make/moto (stamped: reinstalled when the pin changes).
+MOTO_VENV := .make/moto
+$(MOTO_VENV)/.installed: test/integration/lake/moto-requirements.txt
+	@command -v python3 >/dev/null || { echo "make moto: python3 (with venv and pip) is needed" >&2; exit 1; }
+	rm -rf $(MOTO_VENV)
+	python3 -m venv $(MOTO_VENV)
+	$(MOTO_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -r test/integration/lake/moto-requirements.txt
+	@touch $@
+
+moto: $(MOTO_VENV)/.installed
 
 # The lake tests start a private PostgreSQL cluster: its binaries must be on the machine.
 # Installed from Debian's packages when missing (as chromium above).
@@ -98,7 +112,7 @@ linters: .make/linters/.stamp
 typecheck: node_modules/.installed
 	npm run --silent typecheck
 
-test: build typecheck extensions postgres .make/chromium cron systemd linters
+test: build typecheck extensions postgres moto .make/chromium cron systemd linters
 	npx vitest run
 
 demo: build

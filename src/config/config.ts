@@ -289,8 +289,13 @@ export const ConfigSchema = z.object({
   }),
   /** The pipeline's schema in the lake (docs/lakehouse.md "Several pipelines"). */
   lakeSchema: option(
-    sized(OPTION_MAX_BYTES.label).trim().regex(/^[a-z][a-z0-9_]{0,62}$/, 'must be lower-case letters, digits and _, starting with a letter').refine((v) => v !== 'all_pipelines', 'all_pipelines holds the views across pipelines').optional().describe("this pipeline's schema in the lake; all_pipelines holds views across every pipeline"),
+    sized(OPTION_MAX_BYTES.label).trim().regex(/^[a-z][a-z0-9_]{0,62}$/, 'must be lower-case letters, digits and _, starting with a letter').refine((v) => !['all_pipelines', 'memory', 'system', 'temp'].includes(v), 'all_pipelines holds the views across pipelines; memory, system and temp are DuckDB catalogs').optional().describe("this pipeline's schema in the lake; all_pipelines holds views across every pipeline"),
     { commands: LAKE, group: LAKE_GROUP, defaultHelp: 'the --environment label' },
+  ),
+  /** This warehouse takes over its lake schema from the one that published there (docs/lakehouse.md "One schema, one pipeline"). */
+  lakePipelineMoved: option(
+    z.boolean().default(false).describe('this warehouse replaces the one that published into the lake schema (the same pipeline moved or rebuilt): take the schema over; give it once'),
+    { commands: LAKE, group: LAKE_GROUP },
   ),
 });
 

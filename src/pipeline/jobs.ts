@@ -353,6 +353,8 @@ export async function runJob(command: string, stages: readonly Stage[], ctx: Job
               lake,
               ...(config.lakeDataPath !== undefined ? { dataPath: config.lakeDataPath } : {}),
               schema: pipelineSchema(config.lakeSchema, config.environment),
+              environment: config.environment,
+              pipelineMoved: config.lakePipelineMoved,
               runId,
               logger,
               progress: p,
