@@ -231,8 +231,8 @@ describe('HttpClient retries', () => {
     const { http } = client({ maxResponseBytes: 1000 });
     for (let i = 0; i < 2; i++) {
       const err = await rejection(http.getText(`${s.origin}/x`, {}));
-      expect(err).toBeInstanceOf(UpstreamUnavailableError);
-      expect(err.message).toContain('larger than 1000 bytes');
+      expect(err).toBeInstanceOf(UpstreamContractError);
+      expect(err.message).toContain('larger than --max-page-bytes (1000 bytes)');
     }
     expect(s.requests).toHaveLength(2);
   });
