@@ -49,13 +49,20 @@ export class PageEvents {
   /**
    * @param bytes the page body as received (valid UTF-8)
    * @param offsets {@link EVENT_SLOTS} byte offsets per event, laid out as {@link PART} says
+   * @param hasLineBreak whether `bytes` holds a CR or LF; found in `bytes` when not given
    */
   constructor(
     readonly bytes: Buffer,
     readonly offsets: Int32Array,
+    hasLineBreak?: boolean,
   ) {
     this.count = offsets.length / EVENT_SLOTS;
-    this.hasLineBreak = bytes.includes(10) || bytes.includes(13);
+    this.hasLineBreak = hasLineBreak ?? (bytes.includes(10) || bytes.includes(13));
+  }
+
+  /** Events `from` to `to` (exclusive) of the page: the same bytes, no copy. */
+  slice(from: number, to: number): PageEvents {
+    return new PageEvents(this.bytes, this.offsets.subarray(from * EVENT_SLOTS, to * EVENT_SLOTS), this.hasLineBreak);
   }
 
   private text(a: number, b: number): string {

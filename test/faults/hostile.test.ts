@@ -13,7 +13,8 @@ import { readStatus } from '../../src/warehouse/readStatus.js';
 import { publishedCopyPath } from '../../src/warehouse/publishCopy.js';
 import { Warehouse } from '../../src/warehouse/Warehouse.js';
 import { tempDir } from '../helpers/tmp.js';
-import { configFor } from '../helpers/sim.js';
+import { configFor, envFor } from '../helpers/sim.js';
+import { runCli } from '../helpers/cli.js';
 import { capturingLogger, expectExactly, expectPrefix, expectedAll, extractOnce, fastHttp, readDb, startRawUpstream } from '../helpers/faults.js';
 
 const SIM = { seed: 11, patientsPerTrial: 10 } as const;
@@ -228,4 +229,29 @@ describe('messages name what the job asked for, never what the server answered w
       expect(message).toMatch(/page 2: .*http:\/\/127\.0\.0\.1:\d+ \(the stream's cursor\)/);
     });
   }
+});
+
+describe('a large page strands the stream no more (a 20 MB page was exit 4 "lower --page-size" on every run: the page size is fixed by the cursor)', () => {
+  it('a 20 MB page is read and committed in slices; a run killed between two slices resumes from the same page, every event once', async () => {
+    // Two pages, each padded to 20 MB every time it is sent (the same bytes again on the resumed run).
+    api.faults.add({ endpoint: 'events', kind: 'padEvents', bytes: 20_000_000, times: Infinity });
+    const db = freshDb();
+    const pageSize = Math.ceil(expected.length / 2);
+    const env = envFor(api, db, { RECRUIT_ETL_PAGE_SIZE: String(pageSize), RECRUIT_ETL_FAILPOINT: 'extract.after-commit:1' });
+    const killed = await runCli(['extract'], env, { timeoutMs: 60_000 });
+    expect(killed.signal, killed.stderr).toBe('SIGKILL');
+    // The first slice is committed with the page's own URL as the cursor: the next run fetches the page again.
+    const mid = await readDb(db);
+    expect(mid.ids.length).toBeGreaterThan(0);
+    expect(mid.ids.length).toBeLessThan(pageSize);
+    expect(mid.ids).toEqual(expected.slice(0, mid.ids.length).map((e) => e.id));
+    expect(mid.streams[0]!.nextPage).toMatch(/\/rpi\/events\?/);
+    expect(mid.streams[0]!.eventCount).toBe(mid.ids.length);
+    const again = await runCli(['extract'], { ...env, RECRUIT_ETL_FAILPOINT: '' }, { timeoutMs: 60_000 });
+    expect(again.code, again.stderr).toBe(0);
+    const state = await readDb(db);
+    expectExactly(state, expected, api.truth.events);
+    expect(state.positions).toEqual(expected.map((_, i) => i + 1));
+    expect(api.stats.eventRequests).toBeGreaterThanOrEqual(3); // page 1 fetched again
+  }, 120_000);
 });
