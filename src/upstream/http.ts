@@ -522,9 +522,9 @@ export class HttpClient {
    * whose `code` undici leaves empty), a length mismatch, a socket closed, are retried then
    * exit 4; a request undici refuses to build from a server-sent value (a cursor, a token:
    * `InvalidArgumentError`) is exit 6. Messages never quote the error's text or data.
+   * @returns the failure to retry (the last one becomes {@link UpstreamUnavailableError}, exit 4)
    * @throws {UpstreamContractError} (exit 6) for a body over the limit or a request undici refuses
-   * @throws {UpstreamUnavailableError} (exit 4) for another error undici or the socket raised, not worth a retry
-   * @throws `err` itself when it is not a network error (a bug of ours: exit 1)
+   * @throws `err` itself when it is neither undici's nor a socket's (a bug of ours: exit 1)
    */
   private networkFailure(err: unknown, method: string, where: string): AttemptFailure {
     const code = errorCode(err);
