@@ -233,6 +233,11 @@ export const ConfigSchema = z.object({
     commands: EVENTS,
     group: UPSTREAM_GROUP,
   }),
+  /** Largest response body read, bytes (`docs/ingest.md` "How a page is read"); a larger page is exit 6 naming this option and the stream. */
+  maxPageBytes: option(int.max(500 * 1024 * 1024).default(256 * 1024 * 1024).describe('largest response body (an events page) read, bytes; a larger page stops the run with exit 6 (the page size of a stream is fixed by its cursor)'), {
+    commands: UPSTREAM,
+    group: UPSTREAM_GROUP,
+  }),
   /** Longest time a page body may take to arrive whole, in seconds (`docs/ingest.md` "Bounded time"). */
   bodyTimeout: option(z.number().positive().default(120).describe('longest time, seconds, for a response body to arrive whole; then retried'), {
     commands: UPSTREAM,

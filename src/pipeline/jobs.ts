@@ -263,6 +263,7 @@ export async function runJob(command: string, stages: readonly Stage[], ctx: Job
           policy: {
             maxRetryAfterMs: config.maxRetryAfter * 1000,
             bodyTotalTimeoutMs: config.bodyTimeout * 1000,
+            maxResponseBytes: config.maxPageBytes,
             ...(config.deadline !== undefined ? { deadlineMs: Date.now() + config.deadline * 1000 } : {}),
           },
         });
