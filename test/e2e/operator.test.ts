@@ -3,10 +3,10 @@
  * name the option and its variable (exit 2), stray variables that never fail a run.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { lstatSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { lstatSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import parsePrometheusTextFormat from 'parse-prometheus-text-format';
 import { Warehouse } from '../../src/warehouse/Warehouse.js';
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { logLines, ROOT, runCli } from '../helpers/cli.js';
@@ -262,4 +262,28 @@ describe('--metrics-file', () => {
       tmp.cleanup();
     }
   });
+  it('a FIFO, a device or a folder as --metrics-file is exit 2 naming the option, at once, and is left as it was', async () => {
+    const tmp = tempDir();
+    try {
+      const fifo = join(tmp.dir, 'fifo.prom');
+      spawnSync('mkfifo', [fifo]);
+      const dir = join(tmp.dir, 'dir.prom');
+      mkdirSync(dir);
+      for (const [path, kind] of [[fifo, 'a FIFO'], ['/dev/zero', 'a device'], [dir, 'a directory']] as const) {
+        const t0 = Date.now();
+        // A blocking open of the FIFO would hang until the 20 s guard kills it.
+        const r = await runCli(['transform'], { RECRUIT_ETL_DB: join(tmp.dir, 'w.duckdb'), RECRUIT_ETL_METRICS_FILE: path }, { timeoutMs: 20_000 });
+        expect(r.signal, path).toBeNull();
+        expect(r.code, r.stderr).toBe(2);
+        expect(r.stderr).toContain(`--metrics-file (RECRUIT_ETL_METRICS_FILE) ${path} is ${kind}`);
+        expect(Date.now() - t0).toBeLessThan(15_000);
+      }
+      expect(lstatSync(fifo).isFIFO()).toBe(true);
+      expect(lstatSync('/dev/zero').isCharacterDevice()).toBe(true);
+      expect(readdirSync(dir)).toEqual([]);
+      expect(readdirSync(tmp.dir).sort()).toEqual(['dir.prom', 'fifo.prom']); // refused before the warehouse was opened
+    } finally {
+      tmp.cleanup();
+    }
+  }, 90_000);
 });
