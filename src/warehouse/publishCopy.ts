@@ -76,10 +76,15 @@ export async function prepareReadOnlyCopy(
     });
   };
   let cloned: boolean;
+  let changeMs = 0;
+  let copyMs = 0;
   try {
     cloned = copyOrClone(wh.path, tmp);
     failpoint('publish.mid-copy');
+    const t2 = performance.now();
+    copyMs = t2 - t1;
     if (finish) await changeCopy(wh, tmp, runId, finish);
+    changeMs = performance.now() - t2;
     setReaderFileMode(tmp, modes);
     // Everything that can fail comes before the rename: once in place, the copy says the run succeeded.
     ensureReaderDir(dirname(target), modes);
@@ -95,7 +100,7 @@ export async function prepareReadOnlyCopy(
         throw fail(err);
       }
       wh.logger.debug(
-        { checkpointMs: Math.round(t1 - t0), copyMs: Math.round(performance.now() - t1), bytes: statSync(target).size, cloned },
+        { checkpointMs: Math.round(t1 - t0), copyMs: Math.round(copyMs), changeMs: Math.round(changeMs), bytes: statSync(target).size, cloned },
         'read-only copy published',
       );
       return target;
