@@ -17,7 +17,8 @@
  * simulator is shared (static data: grow() is never called).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { existsSync, mkdirSync, readdirSync, readlinkSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import { readSeries } from '../../src/metrics/metricsFile.js';
 import { join } from 'node:path';
 import type { MockApi } from '../../src/simulator/index.js';
 import { expectedEvents } from '../../src/simulator/index.js';
@@ -263,7 +264,15 @@ describe('crash safety: SIGKILL at any instant, then a run to completion (guaran
     // The run row is the truth (guarantee 2): it agrees with how the process ended.
     let rowProblem: string | undefined;
     try {
-      rowProblem = runRowProblem(await runStatusesSince(db, t0), died, r.code);
+      const statuses = await runStatusesSince(db, t0);
+      rowProblem = runRowProblem(statuses, died, r.code);
+      if (rowProblem && died && statuses.length === 1 && statuses[0] === 'succeeded') {
+        // Killed after it recorded its success (while closing): everything before it is done.
+        const inCopy = existsSync(publishedCopyPath(db)) ? await runStatusesSince(publishedCopyPath(db), t0) : [];
+        const metrics = join(dir, 'metrics', 'recruit_etl.prom');
+        const exit = existsSync(metrics) ? readSeries(readFileSync(metrics, 'utf8')).get('recruit_etl_last_exit_code')?.find((x) => x.labels['command'] === 'run')?.value : undefined;
+        rowProblem = inCopy.join() === 'succeeded' && exit === 0 ? undefined : `${rowProblem}; the copy says ${JSON.stringify(inCopy)}, the metrics file exit ${exit}`;
+      }
     } catch (err) {
       rowProblem = `etl.runs cannot be read after the kill: ${(err as Error).message}`;
     }
