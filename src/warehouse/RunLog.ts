@@ -7,7 +7,7 @@ import { randomBytes } from 'node:crypto';
 import type { SecretRegistry } from '../log/secrets.js';
 import type { Warehouse } from './Warehouse.js';
 
-/** State of a run; `abandoned`: the process ended without recording an outcome (killed). */
+/** State of a run; `abandoned`: the process ended without recording an outcome (killed, or the warehouse failed, e.g. out of space, as it recorded it). */
 export type RunStatus = 'running' | 'succeeded' | 'failed' | 'interrupted' | 'abandoned';
 
 /** Counters recorded on a run. */
@@ -45,7 +45,7 @@ export class RunLog {
    */
   async start(runId: string, command: string, environment: string | null): Promise<void> {
     await this.wh.run(
-      `update etl.runs set status = 'abandoned', error = 'the process ended without recording an outcome (killed?)'
+      `update etl.runs set status = 'abandoned', error = 'the process ended without recording an outcome (killed, or the warehouse failed as it recorded it: see that run''s stderr)'
        where status = 'running'`,
     );
     await this.wh.run(

@@ -147,6 +147,14 @@ describe('the run row is the truth: succeeded only after the copy and the metric
     expect(last.command).toBe('transform');
     // `failed` when the row could still be written; `running` (closed as abandoned by the next command) when not.
     expect(['failed', 'running']).toContain(last.status);
+    if (last.status === 'running') {
+      // The next command (with room again) closes it as abandoned, saying why it may be.
+      const again = await runCli(['transform'], env(join(out, 'warehouse.duckdb')));
+      expect(again.code, again.stderr).toBe(0);
+      const closed = (await runs(join(out, 'warehouse.duckdb'))).find((x) => x.run_id === last.run_id)!;
+      expect(closed.status).toBe('abandoned');
+      expect(closed.error).toMatch(/without recording an outcome \(killed, or the warehouse failed/);
+    }
     console.log(`ENOSPC transform: exit ${r.code}, row ${last.status}, stderr: ${r.stderr.trim()}`);
   }, 120_000);
 
