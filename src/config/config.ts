@@ -130,6 +130,14 @@ const fileMode = z
   .default('0600')
   .transform((v) => Number.parseInt(v, 8));
 
+/** `--metrics-file-mode`: as `--file-mode`, default 0644 (the metrics file holds no patient data; docs/contracts.md "Metrics"). */
+const metricsFileMode = z
+  .string()
+  .trim()
+  .regex(/^0?6[04][04]$/, 'must be 0600, 0640, 0644 or 0604: the owner reads and writes, group and others read at most')
+  .default('0644')
+  .transform((v) => Number.parseInt(v, 8));
+
 /**
  * Every option, validated. Field names are the camelCase of the kebab-case flags; each field
  * is also `RECRUIT_ETL_<FLAG_IN_UPPER_SNAKE>` and a key of the `--config` file.
@@ -162,7 +170,7 @@ export const ConfigSchema = z.object({
     group: GENERAL,
   }),
   /** Mode of every file written for readers, and the matching folder mode (src/fs/readerFiles.ts). */
-  fileMode: option(fileMode.describe('mode of the files written for readers (published copy, exports, manifest, report, metrics); folders get the matching mode (0640 → 0750); the live database stays 0600'), {
+  fileMode: option(fileMode.describe('mode of the files written for readers (published copy, exports, manifest, report); folders get the matching mode (0640 → 0750); the live database stays 0600'), {
     commands: PIPELINE,
     group: GENERAL,
   }),
@@ -171,6 +179,11 @@ export const ConfigSchema = z.object({
     commands: PIPELINE,
     group: GENERAL,
     defaultHelp: 'none',
+  }),
+  /** Mode of the metrics file (src/metrics/metricsFile.ts); node_exporter reads it as another user. */
+  metricsFileMode: option(metricsFileMode.describe("mode of the metrics file (node_exporter's textfile collector runs as another user); --file-mode does not apply to it"), {
+    commands: PIPELINE,
+    group: GENERAL,
   }),
   /** Read by src/failpoints.ts from the environment (crash tests only); declared so that the variable is known. */
   failpoint: option(sized(OPTION_MAX_BYTES.id).optional().describe('tests only: <name>:<n> SIGKILLs the process (src/failpoints.ts)'), {
