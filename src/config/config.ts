@@ -223,6 +223,11 @@ export const ConfigSchema = z.object({
     z.string().min(1).optional().describe('CSV of display names of event site ids (site_id,trial_id,site_name,sponsor_site_id), loaded as seed_site_names'),
     { commands: TRANSFORMS, group: MODELS_GROUP, defaultHelp: 'none' },
   ),
+  /** The operator's CSV of enrolment targets, loaded as `seed_trial_targets` (docs/models.md "Trial targets"). */
+  trialTargets: option(
+    z.string().min(1).optional().describe('CSV of enrolment targets per trial (trial_id,enrolment_target,target_date), loaded as seed_trial_targets'),
+    { commands: TRANSFORMS, group: MODELS_GROUP, defaultHelp: 'none' },
+  ),
   /** Rebuild every model from all of raw instead of by the delta (docs/incremental.md). */
   fullRefresh: option(z.boolean().default(false).describe('rebuild every model from all of raw.events instead of only what the new events touch'), {
     commands: TRANSFORMS,
