@@ -7,7 +7,8 @@
 -- best): integrating over the grid carries the uncertainty of alpha and beta into every
 -- interval (Mountain & Sherlock 2022). total_rate_shape and total_rate_rate moment-match a
 -- gamma to the posterior of the sum of the site rates at that point (each site's rate is
--- Gamma(alpha + enrolled, beta + exposure)).
+-- Gamma(alpha + enrolled, beta + exposure)). Doubles are summed as decimal(38, 18), which
+-- adds exactly: every build (dbt's, the runner's, any thread count) writes the same bits.
 
 with
 
@@ -19,8 +20,8 @@ trials as (
     select
         trial_id,
         count(*) as site_count,
-        sum(enrolled_to_date) as enrolled_sum,
-        sum(fit_exposure_days) as exposure_sum,
+        cast(sum(cast(enrolled_to_date as decimal(38, 18))) as double) as enrolled_sum,
+        cast(sum(cast(fit_exposure_days as decimal(38, 18))) as double) as exposure_sum,
     from sites
     group by trial_id
 ),
@@ -46,13 +47,12 @@ scored as (
         grid.mean_step,
         grid.grid_alpha,
         grid.grid_alpha / grid.grid_mean_rate as grid_beta,
-        sum(
+        cast(sum(cast(
             lgamma(grid.grid_alpha + sites.enrolled_to_date) - lgamma(grid.grid_alpha)
             + grid.grid_alpha * ln((grid.grid_alpha / grid.grid_mean_rate) / (grid.grid_alpha / grid.grid_mean_rate + sites.fit_exposure_days))
-            + sites.enrolled_to_date * ln(sites.fit_exposure_days / (grid.grid_alpha / grid.grid_mean_rate + sites.fit_exposure_days))
-        ) as log_likelihood,
-        sum((grid.grid_alpha + sites.enrolled_to_date) / (grid.grid_alpha / grid.grid_mean_rate + sites.fit_exposure_days)) as total_rate_mean,
-        sum((grid.grid_alpha + sites.enrolled_to_date) / pow(grid.grid_alpha / grid.grid_mean_rate + sites.fit_exposure_days, 2)) as total_rate_variance,
+            + sites.enrolled_to_date * ln(sites.fit_exposure_days / (grid.grid_alpha / grid.grid_mean_rate + sites.fit_exposure_days)) as decimal(38, 18))) as double) as log_likelihood,
+        cast(sum(cast((grid.grid_alpha + sites.enrolled_to_date) / (grid.grid_alpha / grid.grid_mean_rate + sites.fit_exposure_days) as decimal(38, 18))) as double) as total_rate_mean,
+        cast(sum(cast((grid.grid_alpha + sites.enrolled_to_date) / pow(grid.grid_alpha / grid.grid_mean_rate + sites.fit_exposure_days, 2) as decimal(38, 18))) as double) as total_rate_variance,
     from grid
     inner join sites
         on grid.trial_id = sites.trial_id
@@ -67,18 +67,28 @@ kept as (
     qualify log_likelihood >= max(log_likelihood) over (partition by trial_id) - 9
 ),
 
-final as (
+kept_sums as (
     select
         trial_id,
-        alpha_step,
-        mean_step,
-        grid_alpha,
-        grid_beta,
-        log_likelihood,
-        relative_likelihood / sum(relative_likelihood) over (partition by trial_id) as weight,
-        total_rate_mean * total_rate_mean / total_rate_variance as total_rate_shape,
-        total_rate_mean / total_rate_variance as total_rate_rate,
+        cast(sum(cast(relative_likelihood as decimal(38, 18))) as double) as likelihood_sum,
     from kept
+    group by trial_id
+),
+
+final as (
+    select
+        kept.trial_id,
+        kept.alpha_step,
+        kept.mean_step,
+        kept.grid_alpha,
+        kept.grid_beta,
+        kept.log_likelihood,
+        kept.relative_likelihood / kept_sums.likelihood_sum as weight,
+        kept.total_rate_mean * kept.total_rate_mean / kept.total_rate_variance as total_rate_shape,
+        kept.total_rate_mean / kept.total_rate_variance as total_rate_rate,
+    from kept
+    inner join kept_sums
+        on kept.trial_id = kept_sums.trial_id
 )
 
 select * from final

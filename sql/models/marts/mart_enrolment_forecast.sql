@@ -4,7 +4,8 @@
 -- (seed_trial_targets) the percentiles of the date it is reached and the probability of
 -- reaching it by the target date. Poisson-gamma recruitment model (Anisimov & Fedorov 2007)
 -- integrated over the grid of int_enrolment_forecast_grid (parameter uncertainty, Mountain &
--- Sherlock 2022). A table rebuilt every transform (docs/incremental.md).
+-- Sherlock 2022). A table rebuilt every transform (docs/incremental.md). Doubles are summed
+-- as decimal(38, 18), which adds exactly: every build writes the same bits.
 
 with
 
@@ -50,10 +51,10 @@ total_rate as (
     -- the posterior of the trial's total rate (per day): a mixture over the grid of gammas
     select
         trial_id,
-        sum(weight * total_rate_shape / total_rate_rate) as rate_mean,
-        sum(weight * (total_rate_shape / pow(total_rate_rate, 2) + pow(total_rate_shape / total_rate_rate, 2))) as rate_second_moment,
-        sum(weight * grid_alpha) as alpha_mean,
-        sum(weight * grid_alpha / grid_beta) as site_rate_mean,
+        cast(sum(cast(weight * total_rate_shape / total_rate_rate as decimal(38, 18))) as double) as rate_mean,
+        cast(sum(cast(weight * (total_rate_shape / pow(total_rate_rate, 2) + pow(total_rate_shape / total_rate_rate, 2)) as decimal(38, 18))) as double) as rate_second_moment,
+        cast(sum(cast(weight * grid_alpha as decimal(38, 18))) as double) as alpha_mean,
+        cast(sum(cast(weight * grid_alpha / grid_beta as decimal(38, 18))) as double) as site_rate_mean,
         count(*) as grid_points,
     from grid
     group by trial_id
@@ -64,11 +65,11 @@ next_91d_probabilities as (
     select
         grid.trial_id,
         counts.n,
-        sum(grid.weight * exp(
+        cast(sum(cast(grid.weight * exp(
             lgamma(grid.total_rate_shape + counts.n) - lgamma(grid.total_rate_shape) - lgamma(counts.n + 1)
             + grid.total_rate_shape * ln(grid.total_rate_rate / (grid.total_rate_rate + 91))
             + counts.n * ln(91 / (grid.total_rate_rate + 91))
-        )) as probability,
+        ) as decimal(38, 18))) as double) as probability,
     from grid
     inner join total_rate
         on grid.trial_id = total_rate.trial_id
@@ -93,7 +94,7 @@ next_91d as (
         select
             trial_id,
             n,
-            sum(probability) over (partition by trial_id order by n) as cumulative_probability,
+            cast(sum(cast(probability as decimal(38, 18))) over (partition by trial_id order by n) as double) as cumulative_probability,
         from next_91d_probabilities
     )
     group by trial_id
@@ -131,11 +132,12 @@ rate_nodes as (
 rate_weights as (
     select
         rate_nodes.trial_id,
+        rate_nodes.j,
         rate_nodes.rate,
-        sum(grid.weight * exp(
+        cast(sum(cast(grid.weight * exp(
             grid.total_rate_shape * ln(grid.total_rate_rate * rate_nodes.rate)
             - grid.total_rate_rate * rate_nodes.rate - lgamma(grid.total_rate_shape)
-        )) as density,
+        ) as decimal(38, 18))) as double) as density,
     from rate_nodes
     inner join grid
         on rate_nodes.trial_id = grid.trial_id
@@ -147,6 +149,7 @@ work_nodes as (
     -- enrolment is Gamma(remaining, rate), i.e. this divided by the rate
     select
         remaining.trial_id,
+        nodes.i,
         exp(ln(remaining.remaining) + (-9 + 14 * nodes.i / 99.0) / sqrt(remaining.remaining)) as work,
         exp(
             remaining.remaining * (ln(remaining.remaining) + (-9 + 14 * nodes.i / 99.0) / sqrt(remaining.remaining))
@@ -158,22 +161,43 @@ work_nodes as (
     where remaining.remaining > 0
 ),
 
-reach_times as (
+reach_nodes as (
     select
         work_nodes.trial_id,
+        work_nodes.i,
+        rate_weights.j,
         work_nodes.work / rate_weights.rate as days,
-        work_nodes.density * rate_weights.density
-            / sum(work_nodes.density * rate_weights.density) over (partition by work_nodes.trial_id) as probability,
+        work_nodes.density * rate_weights.density as density,
     from work_nodes
     inner join rate_weights
         on work_nodes.trial_id = rate_weights.trial_id
+),
+
+reach_totals as (
+    select
+        trial_id,
+        cast(sum(cast(density as decimal(38, 18))) as double) as density_sum,
+    from reach_nodes
+    group by trial_id
+),
+
+reach_times as (
+    select
+        reach_nodes.trial_id,
+        reach_nodes.i,
+        reach_nodes.j,
+        reach_nodes.days,
+        reach_nodes.density / reach_totals.density_sum as probability,
+    from reach_nodes
+    inner join reach_totals
+        on reach_nodes.trial_id = reach_totals.trial_id
 ),
 
 reach_cumulative as (
     select
         trial_id,
         days,
-        sum(probability) over (partition by trial_id order by days rows unbounded preceding) as cumulative_probability,
+        cast(sum(cast(probability as decimal(38, 18))) over (partition by trial_id order by days, i, j rows unbounded preceding) as double) as cumulative_probability,
     from reach_times
 ),
 
@@ -191,9 +215,9 @@ reach_by_target_date as (
     -- P(reached on or before target_date): the time runs to the end of that UTC day
     select
         reach_times.trial_id,
-        sum(reach_times.probability) filter (
+        cast(sum(cast(reach_times.probability as decimal(38, 18))) filter (
             where reach_times.days <= date_diff('millisecond', data_as_of.as_of_at, cast(remaining.target_date + 1 as timestamp)) / 86400000.0
-        ) as probability,
+        ) as double) as probability,
     from reach_times
     inner join remaining
         on reach_times.trial_id = remaining.trial_id

@@ -20,14 +20,14 @@ site_names as (
 
 posterior_moments as (
     -- the site's rate per day is Gamma(alpha + enrolled, beta + exposure) at each grid point;
-    -- over the grid, a mixture: its mean and variance
+    -- over the grid, a mixture: its mean and variance (summed as decimals: the same bits in every build)
     select
         sites.trial_id,
         sites.site_id,
-        sum(grid.weight * (grid.grid_alpha + sites.enrolled_to_date) / (grid.grid_beta + sites.fit_exposure_days)) as rate_mean,
-        sum(grid.weight * (grid.grid_alpha + sites.enrolled_to_date) * (grid.grid_alpha + sites.enrolled_to_date + 1)
-            / pow(grid.grid_beta + sites.fit_exposure_days, 2)) as rate_second_moment,
-        sum(grid.weight * grid.grid_alpha / grid.grid_beta) as trial_rate_mean,
+        cast(sum(cast(grid.weight * (grid.grid_alpha + sites.enrolled_to_date) / (grid.grid_beta + sites.fit_exposure_days) as decimal(38, 18))) as double) as rate_mean,
+        cast(sum(cast(grid.weight * (grid.grid_alpha + sites.enrolled_to_date) * (grid.grid_alpha + sites.enrolled_to_date + 1)
+            / pow(grid.grid_beta + sites.fit_exposure_days, 2) as decimal(38, 18))) as double) as rate_second_moment,
+        cast(sum(cast(grid.weight * grid.grid_alpha / grid.grid_beta as decimal(38, 18))) as double) as trial_rate_mean,
     from sites
     inner join grid
         on sites.trial_id = grid.trial_id
@@ -68,10 +68,10 @@ next_91d as (
             rate_percentiles.trial_id,
             rate_percentiles.site_id,
             counts.n,
-            sum(exp(
+            cast(sum(cast(exp(
                 lgamma(rate_shape + counts.n) - lgamma(rate_shape) - lgamma(counts.n + 1)
                 + rate_shape * ln(rate_rate / (rate_rate + 91)) + counts.n * ln(91 / (rate_rate + 91))
-            )) over (partition by rate_percentiles.trial_id, rate_percentiles.site_id order by counts.n) as cumulative_probability,
+            ) as decimal(38, 18))) over (partition by rate_percentiles.trial_id, rate_percentiles.site_id order by counts.n) as double) as cumulative_probability,
         from rate_percentiles
         cross join lateral (
             select unnest(range(0, cast(ceil(91 * rate_mean * 2 + 10) as bigint))) as n
