@@ -35,7 +35,8 @@ referrals as (
 trial_lags as (
     select
         trial_id,
-        coalesce(avg(date_diff('millisecond', referral_at, enrolled_at) / 86400000.0), 0) as days_to_enrolled_mean,
+        -- summed as a decimal, which adds exactly: the same bits whatever the order of the rows
+        coalesce(cast(sum(cast(date_diff('millisecond', referral_at, enrolled_at) / 86400000.0 as decimal(38, 18))) as double) / count(*), 0) as days_to_enrolled_mean,
     from referrals
     where enrolled_at <= as_of_at
         and enrolled_at >= referral_at
