@@ -9,7 +9,7 @@
  */
 import { forecastSpec, funnelSpec, medianP90Spec, renderSvg, sharesSpec, weeklySpec, type ChartRow, type ForecastChart } from './charts.js';
 import { html, SafeHtml, trustedSvg, type HtmlValue } from './html.js';
-import type { DataQuality, ReportData, Share, SiteTotals, TrialForecast, TrialReport } from './reportData.js';
+import { FUNNEL_STAGES, type DataQuality, type ReportData, type Share, type SiteTotals, type TrialForecast, type TrialReport } from './reportData.js';
 
 /** The page's Content-Security-Policy: nothing may be loaded; inline styles and data: images only. */
 export const REPORT_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'";
@@ -35,14 +35,28 @@ main{padding:8px 28px 40px;max-width:1280px}nav{margin:12px 0}nav a{margin-right
 section.trial,section.dq{background:#fff;border:1px solid #dde2e8;border-radius:6px;padding:8px 20px 20px;margin:18px 0}
 h2{font-size:19px;margin:12px 0}h3{font-size:15px;margin:22px 0 8px;border-bottom:1px solid #e4e8ee;padding-bottom:3px}h4{font-size:13px;margin:14px 0 6px}
 table{border-collapse:collapse;margin:6px 0 10px;font-size:13px}th,td{padding:3px 10px;border-bottom:1px solid #eceff3;text-align:left;vertical-align:top}
-td.n,th.n{text-align:right;font-variant-numeric:tabular-nums}.date{white-space:nowrap}th{background:#f1f3f6;font-weight:600}
+td.n,th.n{text-align:right;font-variant-numeric:tabular-nums}.date,table.cohorts td:first-child,table.worklist td:nth-child(4){white-space:nowrap}th{background:#f1f3f6;font-weight:600}
 .charts{display:flex;flex-wrap:wrap;gap:18px;align-items:flex-start}.chart svg{max-width:100%;height:auto}
 .censored{color:#8a5a00;background:#fff6e0}.tag{display:inline-block;font-size:11px;padding:0 6px;border-radius:8px;background:#fff0c7;color:#7a4f00}
+.stale{margin:10px 0 0;padding:8px 12px;background:#fff0c7;color:#5c3b00;border-radius:4px;font-size:15px}.note{color:#5c3b00}
 .muted{color:#667085}.warn{color:#a1260d;font-weight:600}code{font-size:12px}
 .step-acknowledge{color:#a1260d}.step-first_contact{color:#b35c00}
 `;
 
 const fmt = (n: number): string => n.toLocaleString('en-US');
+
+/** Labels of the stages a current status maps to: the funnel's, then the off-path outcomes (docs/models.md "Seeds"). */
+const STAGE_LABELS: Record<string, string> = {
+  ...Object.fromEntries(FUNNEL_STAGES.map((s) => [s.stage, s.label])),
+  pre_screen_failed: 'Pre-screen failed',
+  screen_failed: 'Screen failed',
+  dropped: 'Dropped',
+  archived: 'Archived',
+  unmapped: 'Unknown status',
+};
+
+/** The report is this many days newer than its data, or more: the header warns (docs/report.md). */
+export const STALE_DATA_DAYS = 3;
 const pct = (n: number, d: number): string => (d > 0 ? `${((100 * n) / d).toFixed(1)}%` : '–');
 
 /** A site's display name, else its id. */
@@ -188,7 +202,23 @@ async function activitySection(t: TrialReport): Promise<SafeHtml> {
     <table class="sites"><thead><tr><th>site</th><th class="n">weeks</th><th class="n">referrals received</th><th class="n">acknowledged</th>
       <th class="n">first contact attempts</th><th class="n">reached</th><th class="n">screenings</th><th class="n">enrolments</th>
       <th class="n">enrolments, last 4 complete weeks</th><th class="n">enrolment rate per 30 days (10–90 %)</th></tr></thead><tbody>${table}</tbody></table>
+    ${enrolledNote(t)}
     ${monthlyTable}`;
+}
+
+/**
+ * Why the site table's enrolments may not sum to the funnel's Enrolled: the site table counts
+ * every patient's activity, orphans (no created event yet) at the site of their first event;
+ * the funnel counts referred patients only (docs/report.md "One story").
+ */
+function enrolledNote(t: TrialReport): SafeHtml | '' {
+  const sites = t.siteTotals.reduce((n, s) => n + s.enrolments, 0);
+  const funnel = t.funnel.stages.find((s) => s.stage === 'enrolled')?.count ?? 0;
+  if (sites === funnel) return '';
+  const orphans = t.dq['dq_orphan_events'] ?? 0;
+  return html`<p class="note" data-note="enrolled-mismatch">The sites' enrolments sum to <b>${fmt(sites)}</b>, the funnel's Enrolled is <b>${fmt(funnel)}</b>:
+    this table counts every enrolled patient at its site, including patients whose created event has not arrived yet (orphans: ${fmt(orphans)} orphan
+    event(s) in this trial, see dq_orphan_events); the funnel counts referred patients only.</p>`;
 }
 
 /** A site's enrolment rate per 30 days: median (p10–p90), in red when surely below the trial's typical site. */
@@ -252,7 +282,9 @@ function worklistSection(t: TrialReport, n: number): SafeHtml {
     ${s.rows.map(
       (r) => html`<tr><td class="n">${r.rank}</td><td><code>${r.patientKey}</code></td><td class="step-${r.step}">${r.step.replaceAll('_', ' ')}</td>
         <td>${r.referralDate}</td><td class="n">${fmt(r.ageDays)}</td><td>${r.isAcknowledged ? 'yes' : 'no'}</td><td class="n">${fmt(r.contactAttemptCount)}</td>
-        <td class="n">${r.daysSinceLastAttempt === null ? '–' : fmt(r.daysSinceLastAttempt)}</td><td>${r.currentStatus ?? '(none)'}</td></tr>`,
+        <td class="n">${r.daysSinceLastAttempt === null ? '–' : fmt(r.daysSinceLastAttempt)}</td>
+        <td data-col="current_status" title="${r.currentStatus ?? ''}">${r.currentStage === null ? '(none)' : (STAGE_LABELS[r.currentStage] ?? r.currentStage)}${
+          r.currentStage === 'unmapped' ? html` <code>${r.currentStatus ?? ''}</code>` : ''}</td></tr>`,
     )}</tbody></table>`,
   );
   return html`<h3>Open referrals worklist</h3>
@@ -290,6 +322,15 @@ function dqSection(dq: DataQuality, trials: TrialReport[]): SafeHtml {
     </section>`;
 }
 
+/** A banner when the data is {@link STALE_DATA_DAYS} days or more older than the report. */
+function staleNote(asOfAt: string | null, generatedAt: string): SafeHtml | '' {
+  if (asOfAt === null) return '';
+  const days = Math.floor((Date.parse(generatedAt) - Date.parse(asOfAt)) / DAY_MS);
+  if (!(days >= STALE_DATA_DAYS)) return '';
+  return html`<p class="stale" data-stale-days="${days}">The data is <b>${fmt(days)} days</b> older than this report: the newest event is of
+    <span class="date">${asOfAt.slice(0, 10)}</span>. Every number and forecast below is as of that date.</p>`;
+}
+
 async function trialSection(t: TrialReport, index: number, n: number): Promise<SafeHtml> {
   const parts: HtmlValue[] = [await funnelSection(t), await forecastSection(t), await activitySection(t), await timingSection(t), cohortSection(t), worklistSection(t, n)];
   return html`<section class="trial" id="trial-${index + 1}" data-trial="${t.trialId}"><h2>Trial ${t.trialId}</h2>${parts}</section>`;
@@ -312,7 +353,8 @@ export async function renderReport(data: ReportData, meta: ReportMeta): Promise<
 <title>Recruitment report${data.asOfAt ? ` as of ${data.asOfAt}` : ''}</title>
 <style>${new SafeHtml(STYLE)}</style></head>
 <body><header><h1>Recruitment report</h1>
-<p>Data as of <b data-as-of="${data.asOfAt ?? ''}">${data.asOfAt ?? 'no referral yet'}</b> · written ${meta.generatedAt}${meta.runId ? ` by run ${meta.runId}` : ''}</p></header>
+<p>Data as of <b class="date" data-as-of="${data.asOfAt ?? ''}">${data.asOfAt ?? 'no referral yet'}</b> · written <span class="date">${meta.generatedAt}</span>${meta.runId ? ` by run ${meta.runId}` : ''}</p>
+${staleNote(data.asOfAt, meta.generatedAt)}</header>
 <main><nav>${data.trials.map((t, i) => html`<a href="#trial-${i + 1}">Trial ${t.trialId}</a>`)}<a href="#data-quality">Data quality</a></nav>
 ${data.trials.length === 0 ? html`<p>No trial in the marts yet.</p>` : trials}
 ${dqSection(data.dataQuality, data.trials)}

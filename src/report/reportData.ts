@@ -148,6 +148,8 @@ export interface WorklistRow {
   contactAttemptCount: number;
   daysSinceLastAttempt: number | null;
   currentStatus: string | null;
+  /** The stage of the current status (`current_stage`: the funnel's stages, off-path outcomes, or `unmapped`). */
+  currentStage: string | null;
 }
 
 /** One site's part of the worklist: its open count and its oldest rows. */
@@ -277,7 +279,7 @@ async function readWorklists(wh: Warehouse, worklistRows: number): Promise<Map<s
   const rows = await wh.all<Record<string, unknown>>(
     `select trial_id, site_id, site_name, count(*) over (partition by trial_id, site_id) as open_count,
        worklist_rank, patient_key, worklist_step, strftime(referral_date, '%Y-%m-%d') as referral_date, age_days,
-       is_acknowledged, contact_attempt_count, days_since_last_attempt, current_status
+       is_acknowledged, contact_attempt_count, days_since_last_attempt, current_status, current_stage
      from main.mart_open_referrals
      qualify worklist_rank <= ?
      order by trial_id, site_id, worklist_rank`,
@@ -304,6 +306,7 @@ async function readWorklists(wh: Warehouse, worklistRows: number): Promise<Map<s
       contactAttemptCount: num(r['contact_attempt_count']),
       daysSinceLastAttempt: numOrNull(r['days_since_last_attempt']),
       currentStatus: (r['current_status'] as string | null) ?? null,
+      currentStage: (r['current_stage'] as string | null) ?? null,
     });
   }
   return out;

@@ -110,7 +110,7 @@ describe('the report in headless Chromium', () => {
     await page.context().close();
   }, 60_000);
 
-  test("shows each trial's forecast and each site's rate interval as the marts hold them", async () => {
+  test("shows each trial's forecast and each site's rate interval as the marts hold them, and tells one story", async () => {
     const { path } = await writeReport({ wh, exportDir: join(tmp.dir, 'forecast'), worklistRows: 10 });
     const { page, seen } = await visit(browser, path);
     expect(seen.errors).toEqual([]);
@@ -151,10 +151,30 @@ describe('the report in headless Chromium', () => {
        from main.mart_site_enrolment_forecast order by trial_id, site_id`,
     );
     expect(rates).toEqual(siteMart.map((r) => r.k));
+    // one story: the worklist shows the funnel's labels, never a raw status code
+    const statuses = await page.$$eval('table.worklist td[data-col="current_status"]', (tds) => tds.map((td) => td.textContent?.trim() ?? ''));
+    expect(statuses.length).toBeGreaterThan(0);
+    // (a value the seed does not map is named as unknown, with its code)
+    for (const st of statuses) expect(['Referred', 'Pre-screening', 'Visit scheduled', 'Screening', 'Enrolled', '(none)']).toContain(st.replace(/^Unknown status \S+$/, 'Referred'));
+    // the data's age: the simulator's data is months older than the report
+    const stale = page.locator('header p.stale');
+    expect(Number(await stale.getAttribute('data-stale-days'))).toBeGreaterThan(3);
+    expect(await stale.isVisible()).toBe(true);
+    // the site table's enrolments and the funnel's Enrolled: equal, or the page says why not
+    for (const section of await page.locator('section.trial').all()) {
+      const funnel = Number(await section.locator('tr[data-funnel-stage="enrolled"] td[data-value]').getAttribute('data-value'));
+      const sites = (await section.locator('table.sites td[data-col="enrolments"]').allInnerTexts()).reduce((n, x) => n + Number(x.replaceAll(',', '')), 0);
+      expect(await section.locator('p[data-note="enrolled-mismatch"]').count()).toBe(sites === funnel ? 0 : 1);
+    }
     // a date does not wrap: each stays on one line
-    const heights = await page.$$eval('table.forecast span.date', (spans) => spans.map((x) => x.getClientRects().length));
+    const heights = await page.$$eval('.date', (spans) => spans.map((x) => x.getClientRects().length));
     expect(heights.length).toBeGreaterThan(0);
     for (const h of heights) expect(h).toBe(1);
+    const wrapping = (await page.evaluate(
+      `[...document.querySelectorAll('table.cohorts td:first-child, table.worklist td:nth-child(4)')].map((e) => getComputedStyle(e).whiteSpace)`,
+    )) as string[];
+    expect(wrapping.length).toBeGreaterThan(0);
+    expect(new Set(wrapping)).toEqual(new Set(['nowrap']));
     await page.context().close();
   }, 60_000);
 
