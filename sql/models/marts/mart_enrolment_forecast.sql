@@ -74,17 +74,26 @@ next_91d_probabilities as (
     inner join total_rate
         on grid.trial_id = total_rate.trial_id
     cross join lateral (
-        select unnest(range(0, cast(ceil(
-            91 * total_rate.rate_mean
-            + 10 * sqrt(91 * total_rate.rate_mean + 91 * 91 * (total_rate.rate_second_moment - total_rate.rate_mean * total_rate.rate_mean))
-            + 10
-        ) as bigint))) as n
+        -- counts within 8 standard deviations below the mean and 10 above (plus 10): the mass
+        -- outside is negligible, and a large trial sums a few thousand counts, not all from 0
+        select unnest(range(
+            cast(greatest(floor(
+                91 * total_rate.rate_mean
+                - 8 * sqrt(91 * total_rate.rate_mean + 91 * 91 * (total_rate.rate_second_moment - total_rate.rate_mean * total_rate.rate_mean))
+            ), 0) as bigint),
+            cast(ceil(
+                91 * total_rate.rate_mean
+                + 10 * sqrt(91 * total_rate.rate_mean + 91 * 91 * (total_rate.rate_second_moment - total_rate.rate_mean * total_rate.rate_mean))
+                + 10
+            ) as bigint)
+        )) as n
     ) as counts
     group by grid.trial_id, counts.n
 ),
 
 next_91d as (
-    -- the q-percentile: the smallest count whose cumulative probability reaches q
+    -- the q-percentile: the smallest count whose cumulative probability reaches q (the counts
+    -- below the range carry no mass worth a percentile)
     select
         trial_id,
         min(n) filter (where cumulative_probability >= 0.1 - 1e-9) as p10,
