@@ -160,7 +160,7 @@ export function loadSeedSpecs(dir: string, overrides: readonly SeedOverride[] = 
     try {
       override.validate?.(text);
     } catch (err) {
-      throw new ConfigError(`${override.option} ${override.path}: ${(err as Error).message}`, { hint: `the first line must name the columns ${header.join(',')}` });
+      throw new ConfigError(`${override.option} ${override.path}: ${(err as Error).message}`, { hint: 'fix that line of the file (docs/models.md describes its values)' });
     }
     specs.push({
       name,
