@@ -1,7 +1,7 @@
 /**
  * The report as one self-contained HTML page (docs/report.md): inline CSS, inline SVG charts,
  * no script, no external resource, and a Content-Security-Policy that forbids loading any
- * (`default-src 'none'`). Sections per trial: funnel, weekly activity per site, time to
+ * (`default-src 'none'`). Sections per trial: funnel, enrolment forecast, weekly activity per site, time to
  * acknowledgement and first contact, cohorts (right-censored ones marked), worklist; then the
  * data-quality panel.
  *

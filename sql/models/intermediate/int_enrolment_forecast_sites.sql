@@ -2,7 +2,7 @@
 -- created event and a referral_at; orphans are no referrals): the site's enrolled count and
 -- exposure, the inputs of the Poisson-gamma recruitment model (docs/models.md "Enrolment
 -- forecast"). The events carry no activation date: the first referral stands in for it.
--- The fit uses fit_exposure_days: the exposure plus one mean gap between the site's referrals
+-- The fit uses fit_exposure_days: the exposure plus about one mean gap between the site's referrals
 -- (the site was active before its first referral), less the trial's mean days from referral
 -- to enrolment (a referral of today enrols weeks later), never below half the exposure.
 -- A table rebuilt every transform: it depends on as_of_at (docs/incremental.md).
@@ -67,9 +67,10 @@ final as (
         date_diff('millisecond', sites.first_referral_at, sites.as_of_at) / 86400000.0 as exposure_days,
         coalesce(trial_lags.days_to_enrolled_mean, 0) as days_to_enrolled_mean,
         -- the site was activated about one mean gap between its referrals before its first
-        -- referral; at least half the exposure, and at least an hour
+        -- referral (exposure / (referrals + 1): a site with one referral does not double its
+        -- exposure); at least half the exposure, and at least an hour
         greatest(
-            date_diff('millisecond', sites.first_referral_at, sites.as_of_at) / 86400000.0 * (1 + 1.0 / sites.referral_count)
+            date_diff('millisecond', sites.first_referral_at, sites.as_of_at) / 86400000.0 * (1 + 1.0 / (sites.referral_count + 1))
                 - coalesce(trial_lags.days_to_enrolled_mean, 0),
             date_diff('millisecond', sites.first_referral_at, sites.as_of_at) / 86400000.0 / 2,
             1.0 / 24
