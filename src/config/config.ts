@@ -280,6 +280,11 @@ export const ConfigSchema = z.object({
     sized(OPTION_MAX_BYTES.path).min(1).optional().describe('CSV of display names of event site ids (site_id,trial_id,site_name,sponsor_site_id), loaded as seed_site_names'),
     { commands: TRANSFORMS, group: MODELS_GROUP, defaultHelp: 'none' },
   ),
+  /** The operator's CSV of enrolment targets, loaded as `seed_trial_targets` (docs/models.md "Trial targets"). */
+  trialTargets: option(
+    sized(OPTION_MAX_BYTES.path).min(1).optional().describe('CSV of enrolment targets per trial (trial_id,enrolment_target,target_date), loaded as seed_trial_targets'),
+    { commands: TRANSFORMS, group: MODELS_GROUP, defaultHelp: 'none' },
+  ),
   /** Rebuild every model from all of raw instead of by the delta (docs/incremental.md). */
   fullRefresh: option(z.boolean().default(false).describe('rebuild every model from all of raw.events instead of only what the new events touch'), {
     commands: TRANSFORMS,
@@ -615,6 +620,7 @@ export function resolveConfig(
   if (config.clientSecretFile !== undefined) config.clientSecret = readSecretFile(config.clientSecretFile, readFile);
   // Read later by the transform (src/transform/seeds.ts), refused now: exit 2 before anything is written.
   if (config.siteNames !== undefined) checkInputFile(config.siteNames, { option: optionLabel('siteNames'), maxBytes: INPUT_FILE_MAX_BYTES.csv });
+  if (config.trialTargets !== undefined) checkInputFile(config.trialTargets, { option: optionLabel('trialTargets'), maxBytes: INPUT_FILE_MAX_BYTES.csv });
   const missing = [...new Set(needs.flatMap((n) => REQUIRED[n]))].filter((key) => {
     const v = config[key];
     return v === undefined || (Array.isArray(v) && v.length === 0);

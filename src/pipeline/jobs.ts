@@ -353,7 +353,7 @@ export async function runJob(command: string, stages: readonly Stage[], ctx: Job
       if (stages.includes('transform')) {
         failpoint('transform.before');
         result.transform = await stage('transform', (p) =>
-          wh.interruptible(ctx.signal, () => runTransform(wh, { logger, progress: p, fullRefresh: config.fullRefresh, ...(config.siteNames !== undefined ? { siteNames: config.siteNames } : {}) })),
+          wh.interruptible(ctx.signal, () => runTransform(wh, { logger, progress: p, fullRefresh: config.fullRefresh, ...(config.siteNames !== undefined ? { siteNames: config.siteNames } : {}), ...(config.trialTargets !== undefined ? { trialTargets: config.trialTargets } : {}) })),
         );
       }
       throwIfAborted(ctx.signal);
