@@ -332,40 +332,48 @@ function readEvents(s: string, i: number, ws: boolean): EventsRead {
       i = skipValue(s, i, ws);
       problem ??= contract(`event ${n} is not an object`);
     } else {
-      v.fill(-1);
-      i = skipWhitespace(s, i + 1);
-      if (s.charCodeAt(i) === CLOSE_OBJ) i += 1;
-      else {
-        for (;;) {
-          const ka = i;
-          const va = skipMemberName(s, i, ws);
-          const kb = nameEnd;
-          const vb = skipValue(s, va, ws);
-          const k = nameIndex(s, ka, kb, EVENT_NAMES);
-          if (k >= 0) {
-            if (v[2 * k]! >= 0) problem ??= twice(`event ${n}`, EVENT_NAMES, k);
-            v[2 * k] = va;
-            v[2 * k + 1] = vb;
-          }
-          i = skipWhitespace(s, vb);
-          const c = s.charCodeAt(i);
-          if (c === CLOSE_OBJ) {
-            i += 1;
-            break;
-          }
-          if (c !== COMMA) syntax(i);
-          i = skipWhitespace(s, i + 1);
-        }
-      }
-      if (problem === undefined) {
-        problem = eventProblem(s, v, n);
-        if (problem === undefined) at = record(at, n, start, i, s, v);
-      }
+      i = readEventObject(s, i, ws, v);
+      if (duplicateMember >= 0) problem ??= twice(`event ${n}`, EVENT_NAMES, duplicateMember);
+      problem ??= eventProblem(s, v, n);
+      if (problem === undefined) at = record(at, n, start, i, s, v);
     }
     i = skipWhitespace(s, i);
     const c = s.charCodeAt(i);
     // A view, not a copy: a copy would hold the offsets twice at the end of a large page.
     if (c === CLOSE_ARR) return { at: at.subarray(0, n * EVENT_SLOTS), end: i + 1, ...(problem ? { problem } : {}) };
+    if (c !== COMMA) syntax(i);
+    i = skipWhitespace(s, i + 1);
+  }
+}
+
+/** The first read member given twice in the object last read by {@link readEventObject} (its {@link EVENT_NAMES} index), -1 for none. */
+let duplicateMember = -1;
+
+/**
+ * Index just after the event object whose `{` is at `i`, checking its grammar: the start and
+ * end of each read member's value are left in `v` ({@link EVENT_NAMES} order, -1 when
+ * absent; the last one given counts), a read member given twice in {@link duplicateMember}.
+ * @throws {JsonSyntaxError}
+ */
+function readEventObject(s: string, i: number, ws: boolean, v: Int32Array): number {
+  v.fill(-1);
+  duplicateMember = -1;
+  i = skipWhitespace(s, i + 1);
+  if (s.charCodeAt(i) === CLOSE_OBJ) return i + 1;
+  for (;;) {
+    const ka = i;
+    const va = skipMemberName(s, i, ws);
+    const kb = nameEnd;
+    const vb = skipValue(s, va, ws);
+    const k = nameIndex(s, ka, kb, EVENT_NAMES);
+    if (k >= 0) {
+      if (v[2 * k]! >= 0 && duplicateMember < 0) duplicateMember = k;
+      v[2 * k] = va;
+      v[2 * k + 1] = vb;
+    }
+    i = skipWhitespace(s, vb);
+    const c = s.charCodeAt(i);
+    if (c === CLOSE_OBJ) return i + 1;
     if (c !== COMMA) syntax(i);
     i = skipWhitespace(s, i + 1);
   }
