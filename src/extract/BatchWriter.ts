@@ -18,7 +18,7 @@ import { join } from 'node:path';
 import { UpstreamContractError, type EtlErrorOptions } from '../errors.js';
 import { failpoint } from '../failpoints.js';
 import type { Logger } from '../log/logger.js';
-import type { PageEvents } from '../upstream/page.js';
+import type { PageEvents } from '../events/PageEvents.js';
 import { BatchFile } from '../warehouse/BatchFile.js';
 import { LoadFailed, type QuarantinedEvent, RawEventWriter } from '../warehouse/RawEventWriter.js';
 import type { StreamStore } from '../warehouse/StreamStore.js';

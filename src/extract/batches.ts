@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { EVENT_SLOTS, PART, type PageEvents } from '../upstream/page.js';
+import { EVENT_SLOTS, PART, type PageEvents } from '../events/PageEvents.js';
 import { WIDE_ROW_BYTES } from '../warehouse/BatchFile.js';
 
 /** Default of `--batch-pages`, the most pages a batch takes. */

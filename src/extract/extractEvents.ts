@@ -13,7 +13,7 @@
 import { InterruptedError, UpstreamContractError } from '../errors.js';
 import { type Logger, silentLogger } from '../log/logger.js';
 import { NO_PROGRESS, type StageProgress } from '../log/progress.js';
-import { DEFAULT_MAX_EMPTY_PAGES, type EventsClient, firstPageUrl, pageStream } from '../upstream/events.js';
+import { DEFAULT_MAX_EMPTY_PAGES, type EventsClient, type EventsPage, firstPageUrl, pageStream } from '../upstream/events.js';
 import type { Warehouse } from '../warehouse/Warehouse.js';
 import { StreamStore } from '../warehouse/StreamStore.js';
 import { type Batch, BatchWriter } from './BatchWriter.js';
@@ -78,27 +78,7 @@ export interface ExtractResult {
 export async function extractEvents(opts: ExtractOptions): Promise<ExtractResult> {
   const logger = (opts.logger ?? silentLogger()).child({ stage: 'extract' });
   const store = new StreamStore(opts.wh);
-  const filterDef = defineStream({
-    environment: opts.environment,
-    baseUrl: opts.baseUrl,
-    trialIds: opts.trialIds,
-    eventTypes: opts.eventTypes,
-  });
-  // A stream started again (`recruit-etl streams reset`) goes by its latest restart's id.
-  const def = { ...filterDef, streamId: await store.currentId(filterDef.streamId) };
-  const { state, retired } = await store.activate(def);
-  if (retired.length > 0) {
-    logger.warn({ stream: def.streamId, retired }, 'filter changed: older streams retired, this stream starts from the beginning');
-  }
-  const resumed = state.nextPage !== null;
-  const startUrl =
-    state.nextPage ??
-    firstPageUrl(opts.baseUrl, {
-      trialIds: def.trialIds,
-      eventTypes: def.eventTypes,
-      ...(opts.pageSize !== undefined ? { limit: opts.pageSize } : {}),
-    });
-  const batchPages = Math.max(1, opts.batchPages ?? DEFAULT_BATCH_PAGES);
+  const { def, state, retired, resumed, startUrl } = await openStream(opts, store, logger);
   logger.info({ stream: def.streamId, resumed, position: state.eventCount }, 'extract started');
 
   const result: ExtractResult = {
@@ -125,58 +105,7 @@ export async function extractEvents(opts: ExtractOptions): Promise<ExtractResult
   });
   const progress = opts.progress ?? NO_PROGRESS;
   progress.update({ pages: 0, events: 0, position: state.eventCount });
-  let fetchedEvents = 0;
-  let batch: Batch = writer.begin();
-  // Pages in a row that brought no new event. The page stream counts pages with no event at
-  // all; a page of events already stored (redeliveries) is known only once its batch is
-  // written, so it counts here, per batch (docs/ingest.md "Bounded time").
-  let idlePages = 0;
-  const maxIdlePages = opts.maxEmptyPages ?? DEFAULT_MAX_EMPTY_PAGES;
-
-  const commit = async (pages: Batch): Promise<void> => {
-    const r = await writer.write(pages);
-    idlePages = r.inserted === 0 ? idlePages + r.pages : 0;
-    if (idlePages >= maxIdlePages && pages.pages[pages.pages.length - 1]?.hasNextPage === true) {
-      throw new UpstreamContractError(
-        `stream ${def.streamId}: ${idlePages} pages in a row brought no new event (only events already stored, or none) while hasNextPage stayed true (limit --max-empty-pages ${maxIdlePages})`,
-        { hint: 'the upstream keeps re-sending what it sent before; report it. Every page before these was stored' },
-      );
-    }
-    result.streamEventCount = r.lastPosition;
-    result.eventsLoaded += r.inserted;
-    result.duplicatesSkipped += r.duplicates;
-    result.quarantined += r.quarantined;
-    result.batches += 1;
-    opts.onCommitted?.(r.pages, r.inserted);
-    progress.update({ position: r.lastPosition });
-    if (r.quarantined > 0) logger.warn({ stream: def.streamId, quarantined: r.quarantined, position: r.lastPosition }, 'events quarantined: stored in a readable form, their text as sent kept in raw.quarantined_events');
-    logger.debug({ stream: def.streamId, pages: r.pages, events: r.inserted, position: r.lastPosition }, 'batch committed');
-  };
-
-  // Pipelining: DuckDB loads batch k while the pages of the next batches are fetched and
-  // written to their files; up to QUEUED_BATCHES full batches wait their turn, so that
-  // neither side waits for the other's slow moments. Batches still commit one after the
-  // other, in order, each with its cursor. After a failed write nothing later is written.
-  const queued: Promise<void>[] = [];
-  let writeFailed = false;
-  const settle = async (): Promise<void> => {
-    while (queued.length > 0) await queued.shift();
-  };
-  const startCommit = async (): Promise<void> => {
-    if (batch.pages.length === 0) return;
-    const full = batch;
-    batch = writer.begin();
-    const previous = queued[queued.length - 1];
-    const p = (previous ?? Promise.resolve()).then(() => commit(full)).catch((err: unknown) => {
-      writeFailed = true;
-      full.file.remove();
-      throw err;
-    });
-    p.catch(() => undefined); // observed by settle()
-    queued.push(p);
-    while (queued.length > QUEUED_BATCHES) await queued.shift();
-  };
-
+  const run = new ExtractRun(opts, writer, result, logger, progress);
   const streamOpts = {
     label: def.streamId,
     newStream: !resumed,
@@ -184,48 +113,11 @@ export async function extractEvents(opts: ExtractOptions): Promise<ExtractResult
     ...(opts.maxEmptyPages !== undefined ? { maxEmptyPages: opts.maxEmptyPages } : {}),
   };
   try {
-    for await (const page of pageStream(opts.client, startUrl, streamOpts)) {
-      result.pages += 1;
-      result.bytes += page.bytes;
-      fetchedEvents += page.events.count;
-      progress.update({ pages: result.pages, events: fetchedEvents });
-      // A large page is committed in slices, each ending its batch (docs/ingest.md "Large pages").
-      const slices = pageSlices(page.events, page.bytes);
-      for (let k = 0; k < slices.length; k += 1) {
-        const last = k === slices.length - 1;
-        const cursor = last ? { nextPage: page.nextPage, hasNextPage: page.hasNextPage } : { nextPage: page.url, hasNextPage: true, partial: true };
-        batch.add({ events: slices[k]!, pageNumber: result.pages, ...cursor });
-        if (!last || !page.hasNextPage || batchComplete(batch.pages.length, batch.bytes, batch.file.longestRow, batchPages)) await startCommit();
-        if (writeFailed) break;
-      }
-      if (opts.signal?.aborted || writeFailed) break; // a failed write surfaces below at once
-    }
-    await startCommit();
-    await settle();
+    await run.readPages(pageStream(opts.client, startUrl, streamOpts));
   } catch (err) {
-    let failure = err;
-    try {
-      await settle();
-    } catch (writeErr) {
-      // A write failed while the fetch failed: the write's error decides the exit.
-      logger.debug({ err: { message: (err as Error)?.message } }, 'fetch failed while a failed batch was being written');
-      failure = writeErr;
-    }
-    // Pages fetched whole before a fetch failure are valid: keep them (unless a write failed,
-    // which would leave a gap), then report the failure.
-    if (!writeFailed && !batch.broken && batch.pages.length > 0 && !opts.wh.busy) {
-      try {
-        const rest = batch;
-        batch = writer.begin();
-        await commit(rest);
-      } catch (commitErr) {
-        logger.warn({ err: { message: (commitErr as Error).message } }, 'could not commit the pages fetched before the failure');
-      }
-    }
-    throw failure;
+    throw await run.afterFailure(err);
   } finally {
-    batch.file.remove();
-    writer.close();
+    run.close();
   }
   if (opts.signal?.aborted) {
     const reason = opts.signal.reason;
@@ -243,4 +135,174 @@ export async function extractEvents(opts: ExtractOptions): Promise<ExtractResult
     'extract finished',
   );
   return result;
+}
+
+/**
+ * The stream of this configuration, activated (the streams of an older filter retired), and
+ * the URL to read it from: its stored cursor, else the first page of the filter.
+ */
+async function openStream(opts: ExtractOptions, store: StreamStore, logger: Logger) {
+  const filterDef = defineStream({
+    environment: opts.environment,
+    baseUrl: opts.baseUrl,
+    trialIds: opts.trialIds,
+    eventTypes: opts.eventTypes,
+  });
+  // A stream started again (`recruit-etl streams reset`) goes by its latest restart's id.
+  const def = { ...filterDef, streamId: await store.currentId(filterDef.streamId) };
+  const { state, retired } = await store.activate(def);
+  if (retired.length > 0) {
+    logger.warn({ stream: def.streamId, retired }, 'filter changed: older streams retired, this stream starts from the beginning');
+  }
+  const resumed = state.nextPage !== null;
+  const startUrl =
+    state.nextPage ??
+    firstPageUrl(opts.baseUrl, {
+      trialIds: def.trialIds,
+      eventTypes: def.eventTypes,
+      ...(opts.pageSize !== undefined ? { limit: opts.pageSize } : {}),
+    });
+  return { def, state, retired, resumed, startUrl };
+}
+
+/**
+ * The pages of one extract on their way into batches: the batch being filled, the full
+ * batches queued for DuckDB, and the counts of {@link ExtractResult}.
+ *
+ * Pipelining: DuckDB loads batch k while the pages of the next batches are fetched and
+ * written to their files; up to {@link QUEUED_BATCHES} full batches wait their turn, so that
+ * neither side waits for the other's slow moments. Batches still commit one after the
+ * other, in order, each with its cursor. After a failed write nothing later is written.
+ */
+class ExtractRun {
+  /** The batch being filled. */
+  private batch: Batch;
+  /**
+   * Pages in a row that brought no new event. The page stream counts pages with no event at
+   * all; a page of events already stored (redeliveries) is known only once its batch is
+   * written, so it counts here, per batch (docs/ingest.md "Bounded time").
+   */
+  private idlePages = 0;
+  private readonly maxIdlePages: number;
+  private readonly batchPages: number;
+  private fetchedEvents = 0;
+  /** Full batches committing or waiting to, in order. */
+  private readonly queued: Promise<void>[] = [];
+  private writeFailed = false;
+
+  constructor(
+    private readonly opts: ExtractOptions,
+    private readonly writer: BatchWriter,
+    private readonly result: ExtractResult,
+    private readonly logger: Logger,
+    private readonly progress: StageProgress,
+  ) {
+    this.batchPages = Math.max(1, opts.batchPages ?? DEFAULT_BATCH_PAGES);
+    this.maxIdlePages = opts.maxEmptyPages ?? DEFAULT_MAX_EMPTY_PAGES;
+    this.batch = writer.begin();
+  }
+
+  /** Add every page of `pages` to batches and commit them all, in order. */
+  async readPages(pages: AsyncIterable<EventsPage>): Promise<void> {
+    const result = this.result;
+    for await (const page of pages) {
+      result.pages += 1;
+      result.bytes += page.bytes;
+      this.fetchedEvents += page.events.count;
+      this.progress.update({ pages: result.pages, events: this.fetchedEvents });
+      // A large page is committed in slices, each ending its batch (docs/ingest.md "Large pages").
+      const slices = pageSlices(page.events, page.bytes);
+      for (let k = 0; k < slices.length; k += 1) {
+        const last = k === slices.length - 1;
+        const cursor = last ? { nextPage: page.nextPage, hasNextPage: page.hasNextPage } : { nextPage: page.url, hasNextPage: true, partial: true };
+        const batch = this.batch;
+        batch.add({ events: slices[k]!, pageNumber: result.pages, ...cursor });
+        if (!last || !page.hasNextPage || batchComplete(batch.pages.length, batch.bytes, batch.file.longestRow, this.batchPages)) await this.startCommit();
+        if (this.writeFailed) break;
+      }
+      if (this.opts.signal?.aborted || this.writeFailed) break; // a failed write surfaces below at once
+    }
+    await this.startCommit();
+    await this.settle();
+  }
+
+  /**
+   * After a failure of the fetch or of a write: wait for the queued writes, keep the pages
+   * fetched whole before a fetch failure, and return the error that decides the exit.
+   */
+  async afterFailure(err: unknown): Promise<unknown> {
+    let failure = err;
+    try {
+      await this.settle();
+    } catch (writeErr) {
+      // A write failed while the fetch failed: the write's error decides the exit.
+      this.logger.debug({ err: { message: (err as Error)?.message } }, 'fetch failed while a failed batch was being written');
+      failure = writeErr;
+    }
+    // Pages fetched whole before a fetch failure are valid: keep them (unless a write failed,
+    // which would leave a gap), then report the failure.
+    if (!this.writeFailed && !this.batch.broken && this.batch.pages.length > 0 && !this.opts.wh.busy) {
+      try {
+        const rest = this.batch;
+        this.batch = this.writer.begin();
+        await this.commit(rest);
+      } catch (commitErr) {
+        this.logger.warn({ err: { message: (commitErr as Error).message } }, 'could not commit the pages fetched before the failure');
+      }
+    }
+    return failure;
+  }
+
+  /** Remove the file of the batch being filled and close the writer. */
+  close(): void {
+    this.batch.file.remove();
+    this.writer.close();
+  }
+
+  /** Queue the batch being filled (if it holds a page) behind the others, and begin the next. */
+  private async startCommit(): Promise<void> {
+    if (this.batch.pages.length === 0) return;
+    const full = this.batch;
+    this.batch = this.writer.begin();
+    const queued = this.queued;
+    const previous = queued[queued.length - 1];
+    const p = (previous ?? Promise.resolve()).then(() => this.commit(full)).catch((err: unknown) => {
+      this.writeFailed = true;
+      full.file.remove();
+      throw err;
+    });
+    p.catch(() => undefined); // observed by settle()
+    queued.push(p);
+    while (queued.length > QUEUED_BATCHES) await queued.shift();
+  }
+
+  /** Wait for every queued batch; the first failed write's error is thrown. */
+  private async settle(): Promise<void> {
+    while (this.queued.length > 0) await this.queued.shift();
+  }
+
+  /**
+   * Write and commit one batch, count it.
+   * @throws {UpstreamContractError} when too many pages in a row brought no new event
+   */
+  private async commit(pages: Batch): Promise<void> {
+    const { result, logger } = this;
+    const r = await this.writer.write(pages);
+    this.idlePages = r.inserted === 0 ? this.idlePages + r.pages : 0;
+    if (this.idlePages >= this.maxIdlePages && pages.pages[pages.pages.length - 1]?.hasNextPage === true) {
+      throw new UpstreamContractError(
+        `stream ${result.streamId}: ${this.idlePages} pages in a row brought no new event (only events already stored, or none) while hasNextPage stayed true (limit --max-empty-pages ${this.maxIdlePages})`,
+        { hint: 'the upstream keeps re-sending what it sent before; report it. Every page before these was stored' },
+      );
+    }
+    result.streamEventCount = r.lastPosition;
+    result.eventsLoaded += r.inserted;
+    result.duplicatesSkipped += r.duplicates;
+    result.quarantined += r.quarantined;
+    result.batches += 1;
+    this.opts.onCommitted?.(r.pages, r.inserted);
+    this.progress.update({ position: r.lastPosition });
+    if (r.quarantined > 0) logger.warn({ stream: result.streamId, quarantined: r.quarantined, position: r.lastPosition }, 'events quarantined: stored in a readable form, their text as sent kept in raw.quarantined_events');
+    logger.debug({ stream: result.streamId, pages: r.pages, events: r.inserted, position: r.lastPosition }, 'batch committed');
+  }
 }

@@ -6,7 +6,7 @@
  * @module
  */
 import type { QuarantinedEvent } from '../warehouse/RawEventWriter.js';
-import { jsonText } from '../upstream/jsonText.js';
+import { jsonText } from '../events/jsonText.js';
 
 /** A `\uD800`–`\uDFFF` escape: the usual cause (a lone surrogate, not valid Unicode). */
 const SURROGATE_ESCAPE = /\\u[dD][89a-fA-F][0-9a-fA-F]{2}/;

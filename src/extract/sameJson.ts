@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { jsonText } from '../upstream/jsonText.js';
+import { jsonText } from '../events/jsonText.js';
 
 /**
  * @param a, b JSON texts (each must parse)

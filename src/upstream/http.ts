@@ -262,6 +262,17 @@ interface AttemptFailure {
   status?: number;
 }
 
+/** A call's URL, checked, and how logs and messages name it. */
+interface Call {
+  target: URL;
+  /** Origin + path, or the caller's {@link RequestOptions.name}. */
+  where: string;
+  logFields: { method: string; url: string; label: string | undefined };
+}
+
+/** How one attempt ended: a response for the caller, or a failure to retry. */
+type AttemptOutcome<T> = { response: HttpResponse<T> } | { failure: AttemptFailure };
+
 /**
  * The upstream HTTP client: GET and POST with the retry policy of {@link HttpPolicy}.
  * It never adds an `Authorization` header on its own (docs/upstream.md "Site list"): callers pass every
@@ -350,9 +361,39 @@ export class HttpClient {
     if (this.ownsDispatcher) await this.dispatcher.close();
   }
 
+  /**
+   * The retry loop every call goes through: attempts until one returns a response, an error
+   * that is not retried ends it, or the attempts, the `Retry-After` limit or the deadline are
+   * spent (see {@link HttpClient.getText} for what is retried and thrown).
+   */
   private async send<T>(spec: SendSpec<T>): Promise<HttpResponse<T>> {
+    const call = this.callOf(spec);
+    const signal = spec.opts.signal;
+    let last: AttemptFailure | undefined;
+    for (let attempt = 1; ; attempt++) {
+      this.throwIfAborted(signal);
+      const remaining = this.remainingMs(spec.method, call.where, attempt, last);
+      const outcome = await this.attempt(spec, call, attempt, remaining);
+      if ('response' in outcome) return outcome.response;
+      const failure = outcome.failure;
+      last = failure;
+      const delayMs = this.retryDelayMs(spec, call.where, attempt, failure);
+      this.log.warn({ ...call.logFields, status: failure.status, reason: failure.reason, attempt, delayMs }, 'upstream request failed; retrying');
+      try {
+        await this.sleep(delayMs, signal);
+      } catch (err) {
+        if (signal?.aborted) throw signal.reason ?? err;
+        throw err;
+      }
+    }
+  }
+
+  /**
+   * The URL of a call, checked, and how logs and messages name it.
+   * @throws {ConfigError} when the URL is not an absolute http(s) URL
+   */
+  private callOf(spec: SendSpec<unknown>): Call {
     const { method, opts } = spec;
-    const signal = opts.signal;
     let target: URL;
     try {
       target = new URL(spec.url);
@@ -363,109 +404,118 @@ export class HttpClient {
       throw new ConfigError(`${opts.label ?? 'upstream'} URL must be http or https, not ${target.protocol}`);
     }
     const where = opts.name ?? `${target.origin}${target.pathname}`;
-    const logFields = { method, url: where, label: opts.label };
-    let last: AttemptFailure | undefined;
+    return { target, where, logFields: { method, url: where, label: opts.label } };
+  }
 
-    for (let attempt = 1; ; attempt++) {
-      this.throwIfAborted(signal);
-      const remaining = this.remainingMs(method, where, attempt, last);
-      const started = this.now();
-      let failure: AttemptFailure;
-      // The head's own clock: undici's headersTimeout starts again at each informational (1xx)
-      // response, so a server sending 103s for ever would hold the attempt for ever. The
-      // caller's signal is forwarded by hand: AbortSignal.any would tie a signal per request
-      // to the run's signal for as long as the run lasts.
-      const attemptAbort = new AbortController();
-      let headTimedOut = false;
-      const headTimer = setTimeout(() => {
-        headTimedOut = true;
-        attemptAbort.abort();
-      }, Math.min(this.policy.headersTimeoutMs, remaining));
-      const forward = (): void => attemptAbort.abort(signal?.reason);
-      signal?.addEventListener('abort', forward, { once: true });
-      try {
-        const res = await this.dispatcher
-          .request({
-            origin: target.origin,
-            path: `${target.pathname}${target.search}`,
-            method,
-            headers: { 'user-agent': 'recruit-etl', ...spec.headers },
-            body: spec.body ?? null,
-            signal: attemptAbort.signal,
-            headersTimeout: Math.min(this.policy.headersTimeoutMs, remaining),
-            bodyTimeout: Math.min(this.policy.bodyTimeoutMs, remaining),
-          })
-          .finally(() => clearTimeout(headTimer));
-        const status = res.statusCode;
-        const bodyMs = Math.min(this.policy.bodyTotalTimeoutMs, remaining);
-        if (status >= 300 && status < 400) {
-          await dump(res.body, bodyMs);
-          const location = headerValue(res.headers.location);
-          throw new UpstreamContractError(
-            `${method} ${where} answered HTTP ${status}, a redirect${location ? ` to ${serverChosenUrl(location, target)}` : ''}; redirects are not followed`,
-            { hint: 'check --base-url / --auth-url: the configured origin must answer directly' },
-          );
-        }
-        if (status === 408 || status === 429 || status >= 500) {
-          await dump(res.body, bodyMs);
-          const retryAfterMs = parseRetryAfter(res.headers['retry-after'], this.now());
-          failure = { reason: `HTTP ${status}`, status, ...(retryAfterMs === undefined ? {} : { retryAfterMs }) };
-          this.log.debug({ ...logFields, status, attempt, durationMs: this.now() - started }, 'upstream response');
-        } else {
-          const { text, body, bytes } = await this.readBody(res, method, where, bodyMs);
-          const response: HttpResponse<T> = { status, headers: res.headers, bodyText: text, body, bytes, url: spec.url };
-          if (opts.parse && status < 300) response.parsed = opts.parse(response as HttpResponse);
-          this.log.debug({ ...logFields, status, attempt, bytes, durationMs: this.now() - started }, 'upstream response');
-          return response;
-        }
-      } catch (err) {
-        if (signal?.aborted) throw signal.reason ?? err;
-        if (headTimedOut && !(err instanceof EtlError)) {
-          failure = { reason: REASON_BY_CODE['UND_ERR_HEADERS_TIMEOUT']! };
-        } else if (err instanceof TransientBodyError) {
-          failure = { reason: err.reason };
-        } else if (err instanceof EtlError) {
-          throw err;
-        } else {
-          failure = this.networkFailure(err, method, where);
-        }
-      } finally {
-        clearTimeout(headTimer);
-        signal?.removeEventListener('abort', forward);
-      }
+  /**
+   * One attempt: the request, its head within its own clock, then the answer ({@link HttpClient.answer}).
+   * @returns the response, or the failure to retry
+   * @throws what ends the call at once: the signal's reason, an {@link EtlError}, a bug
+   */
+  private async attempt<T>(spec: SendSpec<T>, call: Call, attempt: number, remaining: number): Promise<AttemptOutcome<T>> {
+    const signal = spec.opts.signal;
+    const started = this.now();
+    // The head's own clock: undici's headersTimeout starts again at each informational (1xx)
+    // response, so a server sending 103s for ever would hold the attempt for ever. The
+    // caller's signal is forwarded by hand: AbortSignal.any would tie a signal per request
+    // to the run's signal for as long as the run lasts.
+    const attemptAbort = new AbortController();
+    let headTimedOut = false;
+    const headTimer = setTimeout(() => {
+      headTimedOut = true;
+      attemptAbort.abort();
+    }, Math.min(this.policy.headersTimeoutMs, remaining));
+    const forward = (): void => attemptAbort.abort(signal?.reason);
+    signal?.addEventListener('abort', forward, { once: true });
+    try {
+      const res = await this.dispatcher
+        .request({
+          origin: call.target.origin,
+          path: `${call.target.pathname}${call.target.search}`,
+          method: spec.method,
+          headers: { 'user-agent': 'recruit-etl', ...spec.headers },
+          body: spec.body ?? null,
+          signal: attemptAbort.signal,
+          headersTimeout: Math.min(this.policy.headersTimeoutMs, remaining),
+          bodyTimeout: Math.min(this.policy.bodyTimeoutMs, remaining),
+        })
+        .finally(() => clearTimeout(headTimer));
+      return await this.answer(spec, call, res, { attempt, started, remaining });
+    } catch (err) {
+      if (signal?.aborted) throw signal.reason ?? err;
+      if (headTimedOut && !(err instanceof EtlError)) return { failure: { reason: REASON_BY_CODE['UND_ERR_HEADERS_TIMEOUT']! } };
+      if (err instanceof TransientBodyError) return { failure: { reason: err.reason } };
+      if (err instanceof EtlError) throw err;
+      return { failure: this.networkFailure(err, spec.method, call.where) };
+    } finally {
+      clearTimeout(headTimer);
+      signal?.removeEventListener('abort', forward);
+    }
+  }
 
-      last = failure;
-      if (attempt >= spec.maxAttempts) {
+  /**
+   * What a response head means: a redirect is refused (exit 6), 408, 429 and 5xx are failures
+   * to retry (their body discarded), anything else is read whole and parsed.
+   */
+  private async answer<T>(spec: SendSpec<T>, call: Call, res: Dispatcher.ResponseData, at: { attempt: number; started: number; remaining: number }): Promise<AttemptOutcome<T>> {
+    const { method, opts } = spec;
+    const { where, target, logFields } = call;
+    const { attempt, started } = at;
+    const status = res.statusCode;
+    const bodyMs = Math.min(this.policy.bodyTotalTimeoutMs, at.remaining);
+    if (status >= 300 && status < 400) {
+      await dump(res.body, bodyMs);
+      const location = headerValue(res.headers.location);
+      throw new UpstreamContractError(
+        `${method} ${where} answered HTTP ${status}, a redirect${location ? ` to ${serverChosenUrl(location, target)}` : ''}; redirects are not followed`,
+        { hint: 'check --base-url / --auth-url: the configured origin must answer directly' },
+      );
+    }
+    if (status === 408 || status === 429 || status >= 500) {
+      await dump(res.body, bodyMs);
+      const retryAfterMs = parseRetryAfter(res.headers['retry-after'], this.now());
+      this.log.debug({ ...logFields, status, attempt, durationMs: this.now() - started }, 'upstream response');
+      return { failure: { reason: `HTTP ${status}`, status, ...(retryAfterMs === undefined ? {} : { retryAfterMs }) } };
+    }
+    const { text, body, bytes } = await this.readBody(res, method, where, bodyMs);
+    const response: HttpResponse<T> = { status, headers: res.headers, bodyText: text, body, bytes, url: spec.url };
+    if (opts.parse && status < 300) response.parsed = opts.parse(response as HttpResponse);
+    this.log.debug({ ...logFields, status, attempt, bytes, durationMs: this.now() - started }, 'upstream response');
+    return { response };
+  }
+
+  /**
+   * How long to wait before the next attempt, ms: the server's `Retry-After`, else the
+   * jittered exponential backoff of {@link HttpPolicy.minRetryDelayMs}.
+   * @throws {UpstreamUnavailableError} when the attempts are spent, the server asks for more
+   *   than {@link HttpPolicy.maxRetryAfterMs}, or the wait would end after the deadline
+   */
+  private retryDelayMs(spec: SendSpec<unknown>, where: string, attempt: number, failure: AttemptFailure): number {
+    const method = spec.method;
+    if (attempt >= spec.maxAttempts) {
+      throw new UpstreamUnavailableError(
+        `${method} ${where} failed after ${attempt} attempt${attempt === 1 ? '' : 's'}; last: ${failure.reason}`,
+        { hint: 'the upstream is unavailable or sends unreadable responses; try again later' },
+      );
+    }
+    let delayMs: number;
+    if (failure.retryAfterMs !== undefined) {
+      if (failure.retryAfterMs > this.policy.maxRetryAfterMs) {
         throw new UpstreamUnavailableError(
-          `${method} ${where} failed after ${attempt} attempt${attempt === 1 ? '' : 's'}; last: ${failure.reason}`,
-          { hint: 'the upstream is unavailable or sends unreadable responses; try again later' },
+          `${method} ${where} answered ${failure.reason} and the server asked to wait ${Math.ceil(failure.retryAfterMs / 1000)} s (Retry-After), more than the ${Math.round(this.policy.maxRetryAfterMs / 1000)} s this job waits`,
+          { hint: 'try again later' },
         );
       }
-      let delayMs: number;
-      if (failure.retryAfterMs !== undefined) {
-        if (failure.retryAfterMs > this.policy.maxRetryAfterMs) {
-          throw new UpstreamUnavailableError(
-            `${method} ${where} answered ${failure.reason} and the server asked to wait ${Math.ceil(failure.retryAfterMs / 1000)} s (Retry-After), more than the ${Math.round(this.policy.maxRetryAfterMs / 1000)} s this job waits`,
-            { hint: 'try again later' },
-          );
-        }
-        delayMs = failure.retryAfterMs;
-      } else {
-        const ceiling = Math.min(this.policy.maxRetryDelayMs, this.policy.minRetryDelayMs * 2 ** (attempt - 1));
-        delayMs = Math.floor(this.random() * ceiling);
-      }
-      const deadline = this.policy.deadlineMs;
-      if (deadline !== undefined && this.now() + delayMs >= deadline) {
-        throw this.deadlineError(method, where, attempt, failure);
-      }
-      this.log.warn({ ...logFields, status: failure.status, reason: failure.reason, attempt, delayMs }, 'upstream request failed; retrying');
-      try {
-        await this.sleep(delayMs, signal);
-      } catch (err) {
-        if (signal?.aborted) throw signal.reason ?? err;
-        throw err;
-      }
+      delayMs = failure.retryAfterMs;
+    } else {
+      const ceiling = Math.min(this.policy.maxRetryDelayMs, this.policy.minRetryDelayMs * 2 ** (attempt - 1));
+      delayMs = Math.floor(this.random() * ceiling);
     }
+    const deadline = this.policy.deadlineMs;
+    if (deadline !== undefined && this.now() + delayMs >= deadline) {
+      throw this.deadlineError(method, where, attempt, failure);
+    }
+    return delayMs;
   }
 
   /**

@@ -22,9 +22,7 @@
  * @module
  */
 import { UpstreamContractError } from '../errors.js';
-
-/** Offsets kept per event in {@link PageEvents}: start and end of five slices. */
-export const EVENT_SLOTS = 10;
+import { EVENT_SLOTS, PageEvents } from '../events/PageEvents.js';
 
 /**
  * The most events a page may hold (2,000,000: 80 MB of offsets, {@link EVENT_SLOTS} a page).
@@ -34,96 +32,6 @@ export const EVENT_SLOTS = 10;
  * `--max-page-bytes` holds under 1,000,000.
  */
 export const MAX_PAGE_EVENTS = 2_000_000;
-
-/**
- * Where each part of an event lies in {@link PageEvents.offsets}: `offsets[i * EVENT_SLOTS + part]`
- * is the first byte of event `i`'s part, the next slot the byte after it (-1 when absent).
- * `id`, `type` and a string `publishedTime` are string tokens, quotes included; `publishedTime`
- * may be another JSON value; `message` is absent when it is missing or JSON null.
- */
-export const PART = Object.freeze({ envelope: 0, id: 2, type: 4, publishedTime: 6, message: 8 });
-
-/**
- * The events of one page as read: the body's bytes (UTF-8, as received) and, per event, where
- * its parts lie (one typed array of byte offsets, no string per part until someone asks for
- * it, so a page costs its body and 40 bytes an event). Writers copy the parts' bytes as they
- * are; the accessors below decode them.
- */
-export class PageEvents {
-  /** Number of events. */
-  readonly count: number;
-  /** Whether the body holds a line break (CR or LF, JSON white space): a raw part may span lines. */
-  readonly hasLineBreak: boolean;
-
-  /**
-   * @param bytes the page body as received (valid UTF-8)
-   * @param offsets {@link EVENT_SLOTS} byte offsets per event, laid out as {@link PART} says
-   * @param hasLineBreak whether `bytes` holds a CR or LF; found in `bytes` when not given
-   */
-  constructor(
-    readonly bytes: Buffer,
-    readonly offsets: Int32Array,
-    hasLineBreak?: boolean,
-  ) {
-    this.count = offsets.length / EVENT_SLOTS;
-    this.hasLineBreak = hasLineBreak ?? (bytes.includes(10) || bytes.includes(13));
-  }
-
-  /** Events `from` to `to` (exclusive) of the page: the same bytes, no copy. */
-  slice(from: number, to: number): PageEvents {
-    return new PageEvents(this.bytes, this.offsets.subarray(from * EVENT_SLOTS, to * EVENT_SLOTS), this.hasLineBreak);
-  }
-
-  private text(a: number, b: number): string {
-    return this.bytes.toString('utf8', a, b);
-  }
-
-  /** The string token at `a` (quotes included), unescaped. */
-  private stringAt(a: number, b: number): string {
-    return hasEscapeByte(this.bytes, a, b) ? (JSON.parse(this.text(a, b)) as string) : this.text(a + 1, b - 1);
-  }
-
-  /** The whole event object, exactly as sent. */
-  envelope(i: number): string {
-    return this.text(this.offsets[i * EVENT_SLOTS]!, this.offsets[i * EVENT_SLOTS + 1]!);
-  }
-
-  /** `id`, unescaped: a non-empty, well-formed string. */
-  id(i: number): string {
-    return this.stringAt(this.offsets[i * EVENT_SLOTS + PART.id]!, this.offsets[i * EVENT_SLOTS + PART.id + 1]!);
-  }
-
-  /** `eventType`, else `name` (docs/upstream.md "Event envelope"), unescaped; null when neither is a string. */
-  type(i: number): string | null {
-    const a = this.offsets[i * EVENT_SLOTS + PART.type]!;
-    return a < 0 ? null : this.stringAt(a, this.offsets[i * EVENT_SLOTS + PART.type + 1]!);
-  }
-
-  /** `publishedTime`: a string unescaped, another JSON value as its text, null when absent or null. */
-  publishedTime(i: number): string | null {
-    const a = this.offsets[i * EVENT_SLOTS + PART.publishedTime]!;
-    if (a < 0) return null;
-    const b = this.offsets[i * EVENT_SLOTS + PART.publishedTime + 1]!;
-    return this.bytes[a] === QUOTE ? this.stringAt(a, b) : this.text(a, b);
-  }
-
-  /** `message` as its JSON text as sent, null when absent or JSON null. */
-  message(i: number): string | null {
-    const a = this.offsets[i * EVENT_SLOTS + PART.message]!;
-    return a < 0 ? null : this.text(a, this.offsets[i * EVENT_SLOTS + PART.message + 1]!);
-  }
-
-  /** Every event's value of one part, in order (tests, the bench). */
-  all<T>(part: (i: number) => T): T[] {
-    return Array.from({ length: this.count }, (_, i) => part.call(this, i));
-  }
-}
-
-/** Whether `bytes[a, b)` holds a backslash (an escape, in a JSON token). */
-export function hasEscapeByte(bytes: Uint8Array, a: number, b: number): boolean {
-  for (let k = a; k < b; k += 1) if (bytes[k] === BACKSLASH) return true;
-  return false;
-}
 
 /**
  * Turn the UTF-16 offsets the scanner found in `s` into byte offsets of its UTF-8 encoding
@@ -424,40 +332,48 @@ function readEvents(s: string, i: number, ws: boolean): EventsRead {
       i = skipValue(s, i, ws);
       problem ??= contract(`event ${n} is not an object`);
     } else {
-      v.fill(-1);
-      i = skipWhitespace(s, i + 1);
-      if (s.charCodeAt(i) === CLOSE_OBJ) i += 1;
-      else {
-        for (;;) {
-          const ka = i;
-          const va = skipMemberName(s, i, ws);
-          const kb = nameEnd;
-          const vb = skipValue(s, va, ws);
-          const k = nameIndex(s, ka, kb, EVENT_NAMES);
-          if (k >= 0) {
-            if (v[2 * k]! >= 0) problem ??= twice(`event ${n}`, EVENT_NAMES, k);
-            v[2 * k] = va;
-            v[2 * k + 1] = vb;
-          }
-          i = skipWhitespace(s, vb);
-          const c = s.charCodeAt(i);
-          if (c === CLOSE_OBJ) {
-            i += 1;
-            break;
-          }
-          if (c !== COMMA) syntax(i);
-          i = skipWhitespace(s, i + 1);
-        }
-      }
-      if (problem === undefined) {
-        problem = eventProblem(s, v, n);
-        if (problem === undefined) at = record(at, n, start, i, s, v);
-      }
+      i = readEventObject(s, i, ws, v);
+      if (duplicateMember >= 0) problem ??= twice(`event ${n}`, EVENT_NAMES, duplicateMember);
+      problem ??= eventProblem(s, v, n);
+      if (problem === undefined) at = record(at, n, start, i, s, v);
     }
     i = skipWhitespace(s, i);
     const c = s.charCodeAt(i);
     // A view, not a copy: a copy would hold the offsets twice at the end of a large page.
     if (c === CLOSE_ARR) return { at: at.subarray(0, n * EVENT_SLOTS), end: i + 1, ...(problem ? { problem } : {}) };
+    if (c !== COMMA) syntax(i);
+    i = skipWhitespace(s, i + 1);
+  }
+}
+
+/** The first read member given twice in the object last read by {@link readEventObject} (its {@link EVENT_NAMES} index), -1 for none. */
+let duplicateMember = -1;
+
+/**
+ * Index just after the event object whose `{` is at `i`, checking its grammar: the start and
+ * end of each read member's value are left in `v` ({@link EVENT_NAMES} order, -1 when
+ * absent; the last one given counts), a read member given twice in {@link duplicateMember}.
+ * @throws {JsonSyntaxError}
+ */
+function readEventObject(s: string, i: number, ws: boolean, v: Int32Array): number {
+  v.fill(-1);
+  duplicateMember = -1;
+  i = skipWhitespace(s, i + 1);
+  if (s.charCodeAt(i) === CLOSE_OBJ) return i + 1;
+  for (;;) {
+    const ka = i;
+    const va = skipMemberName(s, i, ws);
+    const kb = nameEnd;
+    const vb = skipValue(s, va, ws);
+    const k = nameIndex(s, ka, kb, EVENT_NAMES);
+    if (k >= 0) {
+      if (v[2 * k]! >= 0 && duplicateMember < 0) duplicateMember = k;
+      v[2 * k] = va;
+      v[2 * k + 1] = vb;
+    }
+    i = skipWhitespace(s, vb);
+    const c = s.charCodeAt(i);
+    if (c === CLOSE_OBJ) return i + 1;
     if (c !== COMMA) syntax(i);
     i = skipWhitespace(s, i + 1);
   }

@@ -24,7 +24,7 @@
  */
 import { closeSync, openSync, readSync, rmSync, writeSync } from 'node:fs';
 import { WarehouseError } from '../errors.js';
-import { EVENT_SLOTS, hasEscapeByte, PART, type PageEvents } from '../upstream/page.js';
+import { EVENT_SLOTS, hasEscapeByte, PART, type PageEvents } from '../events/PageEvents.js';
 import { sqlString } from './Warehouse.js';
 
 const SEPARATOR = 0x1f;

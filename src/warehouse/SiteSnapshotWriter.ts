@@ -7,7 +7,7 @@
  */
 import { UpstreamContractError, WarehouseError } from '../errors.js';
 import { dataErrorClass, type Warehouse } from './Warehouse.js';
-import { jsonText } from '../upstream/jsonText.js';
+import { jsonText } from '../events/jsonText.js';
 
 /**
  * Insert the site records of one microsite × trial. Call inside a transaction.

@@ -6,7 +6,8 @@ import { RawEventWriter } from '../../../src/warehouse/RawEventWriter.js';
 import { Warehouse, sqlString } from '../../../src/warehouse/Warehouse.js';
 import { describeFailure } from '../../../src/cli/exit.js';
 import { BatchFile, batchFileReader, decodedField, PART_BYTES } from '../../../src/warehouse/BatchFile.js';
-import { readEventsPage, type PageEvents } from '../../../src/upstream/page.js';
+import type { PageEvents } from '../../../src/events/PageEvents.js';
+import { readEventsPage } from '../../../src/upstream/page.js';
 import { tempDir } from '../../helpers/tmp.js';
 
 /** The events of a page whose `events` array holds `texts` as sent, read as the client reads it (body bytes as UTF-8). */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { jsonText } from '../../../src/upstream/jsonText.js';
+import { jsonText } from '../../../src/events/jsonText.js';
 import { sameJson } from '../../../src/extract/sameJson.js';
 import { quarantinedForm } from '../../../src/extract/quarantine.js';
 
