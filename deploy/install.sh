@@ -144,15 +144,16 @@ dir "$CONF_DIR" 0 "$gid" 0750
 dir "$STATE_DIR" "$uid" "$gid" 0750
 dir "$LOG_DIR" "$uid" "$gid" 0750
 # The textfile directory belongs to prometheus-node-exporter (root:root 0755): the job's group may
-# write into it (the metrics file is renamed into place). dpkg-statoverride keeps that through
+# write into it (the metrics file is renamed into place), and the sticky bit keeps it from
+# replacing or deleting other collectors' .prom files. dpkg-statoverride keeps that through
 # upgrades of the package.
 if [ ! -d "$DESTDIR$TEXTFILE_DIR" ]; then mkdir -p "$DESTDIR$TEXTFILE_DIR"; fi
 chown "0:$gid" "$DESTDIR$TEXTFILE_DIR"
-chmod 0775 "$DESTDIR$TEXTFILE_DIR"
+chmod 1775 "$DESTDIR$TEXTFILE_DIR"
 if [ -n "$DESTDIR" ]; then
-  note "would run: dpkg-statoverride --update --add root $NAME 0775 $TEXTFILE_DIR"
+  note "would run: dpkg-statoverride --update --add root $NAME 1775 $TEXTFILE_DIR"
 elif command -v dpkg-statoverride >/dev/null 2>&1 && ! dpkg-statoverride --list "$TEXTFILE_DIR" >/dev/null 2>&1; then
-  dpkg-statoverride --update --add root "$NAME" 0775 "$TEXTFILE_DIR"
+  dpkg-statoverride --update --add root "$NAME" 1775 "$TEXTFILE_DIR"
 fi
 
 step 4 "the options in $CONF_DIR/config.json"

@@ -27,6 +27,7 @@ import type { SecretRegistry } from '../log/secrets.js';
 import { KNOWN_KEYS, KNOWN_VARIABLES } from './options.js';
 import { metricsPathProblem } from '../metrics/metricsPath.js';
 import type { WarehouseSeries } from '../metrics/warehouseSeries.js';
+import type { Series } from '../metrics/metricsFile.js';
 
 /** Shared state of one CLI invocation. */
 export interface CliContext {
@@ -64,6 +65,8 @@ export interface CliContext {
     warehouse?: WarehouseSeries;
     /** The exit code the file was last written with by this invocation (the job writes it before recording its success). */
     writtenExitCode?: number;
+    /** The series this invocation's first write started from: a second write starts from them too. */
+    base?: Series;
   };
 }
 
@@ -115,7 +118,8 @@ export function prepare(
 ): { config: Config; logger: Logger; secrets: SecretRegistry } {
   const { raw, unknownVariables: unknown } = gather(ctx, argv, optionsFor(command));
   // Before validation: a command refused on its options (exit 2) is recorded in the metrics too.
-  if (typeof raw['metricsFile'] === 'string' && raw['metricsFile'] !== '') {
+  // A path over its size is left to the validation below (exit 2, the value never quoted).
+  if (typeof raw['metricsFile'] === 'string' && raw['metricsFile'] !== '' && ConfigSchema.shape.metricsFile.safeParse(raw['metricsFile']).success) {
     ctx.metrics = { path: raw['metricsFile'], command, startedAt: new Date(), eventsLoaded: 0 };
     const given = raw['metricsFileMode'];
     const mode = ConfigSchema.shape.metricsFileMode.safeParse(typeof given === 'number' ? String(given) : given);

@@ -21,6 +21,12 @@ import type { CliContext } from './context.js';
 export async function writeMetrics(ctx: CliContext, exitCode: number): Promise<void> {
   const m = ctx.metrics;
   if (m === undefined || m.writtenExitCode === exitCode) return;
+  if (exitCode === 5 && m.warehouse === undefined) {
+    // Refused on the warehouse's lock: the process that holds it writes its own outcome, which
+    // this one must not replace with its exit 5 (docs/contracts.md "Metrics").
+    ctx.logger?.info({ metricsFile: m.path }, 'the metrics file is left to the process that holds the warehouse');
+    return;
+  }
   // Loaded only when asked for: prom-client is not needed on the CLI's other paths.
   const { writeMetricsFile, DEFAULT_METRICS_FILE_MODE } = await import('../metrics/metricsFile.js');
   const warn = (why: string): void => {
@@ -29,7 +35,7 @@ export async function writeMetrics(ctx: CliContext, exitCode: number): Promise<v
     else ctx.stderr.write(`recruit-etl: warning: ${msg}: ${m.path}\n`);
   };
   try {
-    await writeMetricsFile(
+    m.base = await writeMetricsFile(
       m.path,
       {
         command: m.command,
@@ -42,6 +48,7 @@ export async function writeMetrics(ctx: CliContext, exitCode: number): Promise<v
       },
       readerModes(m.fileMode ?? DEFAULT_METRICS_FILE_MODE),
       warn,
+      m.base,
     );
     m.writtenExitCode = exitCode;
   } catch (err) {

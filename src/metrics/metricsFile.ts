@@ -240,12 +240,34 @@ export class MetricsFileError extends Error {
  *
  * @param modes `--metrics-file-mode` and its folder mode
  * @param warn told why the previous file was not read back (it is then replaced)
+ * @param base the series to start from instead of the file's: what an earlier write of the
+ *   same invocation returned, so that a second write (a run that failed after it wrote exit 0)
+ *   replaces the first one's outcome instead of adding to it
+ * @returns the series the new file was computed from (pass it as `base` to a second write)
  * @throws {MetricsFileError} `path` is not a regular file, or the file cannot be written (the
  *   error's code, e.g. EACCES or EROFS, in its reason)
  */
-export async function writeMetricsFile(path: string, outcome: CommandOutcome, modes: ReaderModes, warn: (why: string) => void = () => undefined): Promise<void> {
+export async function writeMetricsFile(
+  path: string,
+  outcome: CommandOutcome,
+  modes: ReaderModes,
+  warn: (why: string) => void = () => undefined,
+  base?: Series,
+): Promise<Series> {
   const problem = metricsPathProblem(path);
   if (problem) throw new MetricsFileError(path, `it is ${problem}`);
+  const previous = base ?? readPreviousSeries(path, warn);
+  const body = await renderMetrics(previous, outcome);
+  try {
+    writeReaderFile(path, body, modes);
+  } catch (err) {
+    throw new MetricsFileError(path, (err as NodeJS.ErrnoException).code ?? (err as Error).message, { cause: err });
+  }
+  return previous;
+}
+
+/** The series of the file at `path`; none when it is missing, unreadable (`warn` says why) or not the text format. */
+function readPreviousSeries(path: string, warn: (why: string) => void): Series {
   let previous: Series = new Map();
   let text: string | undefined;
   try {
@@ -260,10 +282,5 @@ export async function writeMetricsFile(path: string, outcome: CommandOutcome, mo
       warn(`it is not the Prometheus text format (${(err as Error).message.split('\n')[0]})`);
     }
   }
-  const body = await renderMetrics(previous, outcome);
-  try {
-    writeReaderFile(path, body, modes);
-  } catch (err) {
-    throw new MetricsFileError(path, (err as NodeJS.ErrnoException).code ?? (err as Error).message, { cause: err });
-  }
+  return previous;
 }

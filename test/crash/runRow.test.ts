@@ -161,14 +161,24 @@ describe('the run row is the truth: succeeded only after the copy and the metric
   it('a published copy that cannot be put in place is exit 7, a failed row, and the metrics file says 7', async () => {
     const db = fresh('copy-blocked');
     const metrics = join(tmp.dir, 'copy-blocked', 'recruit_etl.prom');
+    const ok = await runCli(['transform'], env(db, { RECRUIT_ETL_METRICS_FILE: metrics }));
+    expect(ok.code, ok.stderr).toBe(0);
+    const series = (): ReturnType<typeof readSeries> => readSeries(readFileSync(metrics, 'utf8'));
+    const lastSuccess = series().get('recruit_etl_last_success_timestamp_seconds');
+    expect(lastSuccess).toHaveLength(1);
     rmSync(publishedCopyPath(db));
     mkdirSync(join(publishedCopyPath(db), 'x'), { recursive: true }); // a folder where the copy goes: the rename fails
+    const failedStarted = Date.now() / 1000;
     const r = await runCli(['transform'], env(db, { RECRUIT_ETL_METRICS_FILE: metrics }));
     expect(r.code, r.stderr).toBe(7);
     expect(r.stderr).toMatch(/cannot publish the read-only copy/);
     expect((await runs(db)).at(-1)).toMatchObject({ command: 'transform', status: 'failed' });
     // Written with 0 before the rename, then again with the command's real outcome.
-    expect(readSeries(readFileSync(metrics, 'utf8')).get('recruit_etl_last_exit_code')).toEqual([{ labels: { command: 'transform' }, value: 7 }]);
+    expect(series().get('recruit_etl_last_exit_code')).toEqual([{ labels: { command: 'transform' }, value: 7 }]);
+    // The second write replaces the first one's outcome: the failed run is no success.
+    expect(series().get('recruit_etl_last_success_timestamp_seconds')).toEqual(lastSuccess);
+    // The warehouse's last success is the first transform (as etl.runs recorded it), not this one.
+    expect(series().get('recruit_etl_last_successful_run_timestamp_seconds')![0]!.value).toBeLessThan(failedStarted);
   });
 
   for (const point of ['run.before-metrics', 'run.before-succeeded'] as const) {

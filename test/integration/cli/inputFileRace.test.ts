@@ -7,7 +7,7 @@
  * killed, failing the test.
  */
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
-import { existsSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, readlinkSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ROOT } from '../../helpers/cli.js';
@@ -51,13 +51,21 @@ import(process.argv[1]).then(({ readInputFile }) => {
 `;
 
 describe('readInputFile under a path swapped between a file and a FIFO', () => {
-  it(`${READS} reads: each is the file's bytes or a FIFO refusal, none blocks`, () => {
+  it(`${READS} reads: each is the file's bytes or a FIFO refusal, none blocks`, async () => {
     expect(existsSync(MODULE), `${MODULE}: run make build`).toBe(true);
     writeFileSync(join(tmp.dir, 'file'), 'the regular file');
     execFileSync('mkfifo', [join(tmp.dir, 'fifo')]);
     symlinkSync('file', join(tmp.dir, 'link'));
     const swapper = spawn(process.execPath, ['-e', SWAPPER, tmp.dir], { stdio: 'ignore' });
     try {
+      // The reader starts once the swapper is swapping (a loaded machine starts it slowly).
+      const deadline = Date.now() + 20_000;
+      let swapping = false;
+      while (!swapping && Date.now() < deadline) {
+        swapping = readlinkSync(join(tmp.dir, 'link')) === 'fifo';
+        if (!swapping) await new Promise((r) => setTimeout(r, 10));
+      }
+      expect(swapping, 'the swapper never pointed the link at the FIFO in 20 s').toBe(true);
       const r = spawnSync(process.execPath, ['--input-type=module', '-e', READER, MODULE, join(tmp.dir, 'link'), String(READS)], { encoding: 'utf8', timeout: 30_000 });
       expect(r.signal, 'a read blocked: the reader was killed at its deadline').toBeNull();
       expect(r.stderr).toBe('');

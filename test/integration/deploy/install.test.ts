@@ -82,7 +82,7 @@ describe('deploy/install.sh into a scratch root', () => {
     const doc = readFileSync(join(ROOT, 'docs/scheduling.md'), 'utf8');
     const headings = [...doc.matchAll(/^### (Step \d+: .*)$/gm)].map((m) => m[1]!.replaceAll('`', ''));
     expect(headings).toEqual(steps);
-    expect(first.stderr).toContain('would run: dpkg-statoverride --update --add root recruit-etl 0775 /var/lib/prometheus/node-exporter');
+    expect(first.stderr).toContain('would run: dpkg-statoverride --update --add root recruit-etl 1775 /var/lib/prometheus/node-exporter');
   });
 
   it('creates the system user and group in the root only (useradd --prefix), locked, no shell', () => {
@@ -103,7 +103,7 @@ describe('deploy/install.sh into a scratch root', () => {
       ['etc/recruit-etl/crontab', 0o640, 0, gid],
       ['var/lib/recruit-etl', 0o750, uid, gid],
       ['var/log/recruit-etl', 0o750, uid, gid],
-      ['var/lib/prometheus/node-exporter', 0o775, 0, gid],
+      ['var/lib/prometheus/node-exporter', 0o1775, 0, gid],
       ['etc/systemd/system/recruit-etl.service', 0o644, 0, 0],
       ['etc/systemd/system/recruit-etl.timer', 0o644, 0, 0],
       ['usr/local/lib/recruit-etl/dist/cli.js', 0o755, 0, 0],
@@ -220,7 +220,7 @@ describe('deploy/install.sh on the machine itself (DESTDIR empty), in a private 
     expect(r.status).toBe(0);
     const out = r.stdout.split('\n');
     expect(out.find((l) => l.startsWith('passwd='))).toMatch(/^passwd=recruit-etl:x:\d+:\d+:recruit-etl nightly job:\/var\/lib\/recruit-etl:\/usr\/sbin\/nologin$/);
-    expect(out).toContain('override=root recruit-etl 775 /var/lib/prometheus/node-exporter');
+    expect(out).toContain('override=root recruit-etl 1775 /var/lib/prometheus/node-exporter');
     expect(out).toContain('spool=600 recruit-etl:crontab'); // what Debian's crontab -u wrote, read back by crontab -l
     expect(out.filter((l) => l.startsWith('crontab='))).toEqual(
       readFileSync(at('etc/recruit-etl/crontab'), 'utf8').split('\n').filter((l) => l !== '' && !l.startsWith('#')).map((l) => `crontab=${l}`),

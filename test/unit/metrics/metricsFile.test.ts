@@ -60,6 +60,19 @@ describe('the metrics file', () => {
     expect(statSync(path).mode & 0o777).toBe(0o644);
   });
 
+  it('a second write of one invocation (exit 0, then the run failed after) replaces the first: events counted once, no success', async () => {
+    tmp = tempDir();
+    const path = join(tmp.dir, 'm.prom');
+    await writeMetricsFile(path, outcome({ eventsLoaded: 10 }), MODES);
+    const before = readSeries(readFileSync(path, 'utf8'));
+    const base = await writeMetricsFile(path, outcome({ eventsLoaded: 500, finishedAt: new Date('2026-11-24T02:01:30Z') }), MODES);
+    await writeMetricsFile(path, outcome({ exitCode: 7, eventsLoaded: 500, finishedAt: new Date('2026-11-24T02:01:31Z') }), MODES, undefined, base);
+    const m = readSeries(readFileSync(path, 'utf8'));
+    expect(by(m, 'recruit_etl_events_loaded_total').get('run')).toBe(510);
+    expect(by(m, 'recruit_etl_last_exit_code').get('run')).toBe(7);
+    expect(by(m, 'recruit_etl_last_success_timestamp_seconds').get('run')).toBe(by(before, 'recruit_etl_last_success_timestamp_seconds').get('run'));
+  });
+
   it("carries the warehouse's series, keeps them when the warehouse was not read, and folds in this run's success", async () => {
     tmp = tempDir();
     const path = join(tmp.dir, 'm.prom');
