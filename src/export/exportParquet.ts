@@ -16,6 +16,7 @@
  */
 import { renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { isExportedModel } from '../catalog/catalog.js';
 import { ExportError, isEtlError } from '../errors.js';
 import { type Logger, silentLogger } from '../log/logger.js';
 import { NO_PROGRESS, type StageProgress } from '../log/progress.js';
@@ -38,9 +39,6 @@ import {
   snapshotsFolderProblem,
   sweepTemporaries,
 } from './exportSet.js';
-
-/** Name prefixes of the models that are exported (docs/exports.md): marts, dimensions, data quality. */
-export const EXPORTED_PREFIXES: readonly string[] = ['fct_', 'dim_', 'mart_', 'dq_'];
 
 /** One exported file in `manifest.json`. */
 export interface ManifestEntry {
@@ -166,10 +164,10 @@ export async function exportParquet(opts: ExportOptions): Promise<Manifest> {
  * @throws {ExportError} a model failed to export or read back, or the manifest could not be written
  */
 async function writeSnapshot(opts: ExportOptions, snapDir: string, snapshot: string): Promise<Manifest> {
-  const like = EXPORTED_PREFIXES.map((p) => `table_name like '${p}%'`).join(' or ');
-  const tables = await opts.wh.all<{ table_name: string }>(
-    `select table_name from information_schema.tables where table_schema = 'main' and (${like}) order by table_name`,
-  );
+  // The catalog's rule says which relations of `main` are exported (docs/exports.md).
+  const tables = (
+    await opts.wh.all<{ table_name: string }>(`select table_name from information_schema.tables where table_schema = 'main' order by table_name`)
+  ).filter((t) => isExportedModel(t.table_name));
   const files: ManifestEntry[] = [];
   const progress = opts.progress ?? NO_PROGRESS;
   progress.update({ done: 0, total: tables.length });

@@ -25,13 +25,12 @@
  */
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
+import { isExportedModel, loadModelCatalog } from '../catalog/catalog.js';
 import { ConfigError, LockError, WarehouseError } from '../errors.js';
-import { EXPORTED_PREFIXES } from '../export/exportParquet.js';
 import { failpoint } from '../failpoints.js';
 import { type Logger, silentLogger } from '../log/logger.js';
 import type { StageProgress } from '../log/progress.js';
-import { LOCAL_EXTENSION_DIR, MODELS_DIR } from '../paths.js';
-import { compileModels } from '../transform/runTransform.js';
+import { LOCAL_EXTENSION_DIR } from '../paths.js';
 import { sqlString, Warehouse } from '../warehouse/Warehouse.js';
 
 /**
@@ -304,53 +303,15 @@ export async function publishToLake(opts: PublishOptions): Promise<PublishResult
     // would make two first publishes of different pipelines conflict on the catalog).
     await wh.run(`create schema if not exists ${S}; create schema if not exists ${L}.${ALL_PIPELINES_SCHEMA}`);
     const models = (
-      await wh.all<{ name: string }>(
-        `select table_name as name from information_schema.tables where table_catalog = current_database() and table_schema = 'main' and (${EXPORTED_PREFIXES.map((p) => `starts_with(table_name, '${p}')`).join(' or ')}) order by 1`,
-      )
-    ).map((r) => r.name);
-    // The incremental models' unique keys (sql/models config): those are merged by key.
-    const keys = new Map(compileModels(MODELS_DIR).flatMap((m) => (m.uniqueKey !== undefined && m.uniqueKey.length > 0 ? [[m.name, m.uniqueKey] as const] : [])));
+      await wh.all<{ name: string }>(`select table_name as name from information_schema.tables where table_catalog = current_database() and table_schema = 'main' order by 1`)
+    )
+      .map((r) => r.name)
+      .filter(isExportedModel);
+    const keys = incrementalKeys();
     const builtAt = (await wh.one<{ b: string | null }>(`select max(built_at)::varchar as b from etl.transform_state`))?.b ?? null;
-
-    let result: Omit<PublishResult, 'compacted' | 'durationMs'> & { unchanged: boolean };
+    let result: PublishDone;
     try {
-      result = await wh.transaction(async () => {
-        if (pg) await lockSchema(wh, schema);
-        await claimSchema(wh, schema, me, opts.pipelineMoved === true, runId, logger);
-        const exists = await wh.one<{ n: bigint }>(`select count(*) as n from duckdb_tables() where database_name = '${L}' and lower(schema_name) = ? and table_name = '${LAKE_WATERMARKS}'`, [schema]);
-        if (Number(exists?.n ?? 0) === 0) {
-          await wh.run(`create table ${S}.${LAKE_RAW_EVENTS} as select * from raw.events limit 0`);
-          await wh.run(`create table ${S}.${LAKE_WATERMARKS} (stream_id varchar, stream_position bigint, models_built_at varchar, run_id varchar, published_at timestamptz)`);
-        }
-        const before = await wh.all<{ stream_id: string; stream_position: bigint; models_built_at: string | null }>(`select stream_id, stream_position, models_built_at from ${S}.${LAKE_WATERMARKS}`);
-        // Append the delta of every stream past its watermark (docs/lakehouse.md "Publishing").
-        const appended = await wh.one<{ n: bigint }>(`select count(*) as n from raw.events e left join ${S}.${LAKE_WATERMARKS} w using (stream_id) where e.stream_position > coalesce(w.stream_position, 0)`);
-        const lastBuilt = before[0]?.models_built_at ?? null;
-        const replace = builtAt !== null && (lastBuilt !== builtAt || before.length === 0) ? models : [];
-        if (Number(appended?.n ?? 0) === 0 && replace.length === 0 && before.length > 0) {
-          // Nothing new: no snapshot at all (the transaction wrote nothing).
-          const snap = await wh.one<{ id: bigint }>(`select id from ${L}.current_snapshot()`);
-          return { schema, snapshotId: Number(snap?.id ?? -1), events: 0, models: [], merged: [], streams: 0, unchanged: true };
-        }
-        await wh.run(`call ${L}.set_commit_message('recruit-etl', ${sqlString(`publish ${schema} run ${runId}`)}, extra_info => ${sqlString(JSON.stringify({ pipeline: schema, runId }))})`);
-        await wh.run(
-          `insert into ${S}.${LAKE_RAW_EVENTS} by name select e.* from raw.events e left join ${S}.${LAKE_WATERMARKS} w using (stream_id) where e.stream_position > coalesce(w.stream_position, 0) order by e.stream_id, e.stream_position`,
-        );
-        opts.progress?.update({ done: Number(appended?.n ?? 0) });
-        failpoint('lake.mid-publish');
-        const merged: string[] = [];
-        for (const m of replace) if (await writeModel(wh, schema, m, keys.get(m))) merged.push(m);
-        const marks = await wh.all<{ stream_id: string; p: bigint }>('select stream_id, max(stream_position) as p from raw.events group by stream_id');
-        const moved = marks.filter((m) => before.find((b) => b.stream_id === m.stream_id)?.stream_position !== m.p).length;
-        await wh.run(`delete from ${S}.${LAKE_WATERMARKS}`);
-        await wh.run(
-          `insert into ${S}.${LAKE_WATERMARKS} select stream_id, max(stream_position), ?, ?, now() from raw.events group by stream_id`,
-          [builtAt ?? lastBuilt, runId],
-        );
-        failpoint('lake.before-commit');
-        const snap = await wh.one<{ id: bigint }>(`select id from ${L}.current_snapshot()`);
-        return { schema, snapshotId: Number(snap?.id ?? -1), events: Number(appended?.n ?? 0), models: replace, merged, streams: moved, unchanged: false };
-      });
+      result = await wh.transaction(() => publishInTransaction(opts, { me, pg, models, keys, builtAt }, logger));
     } catch (err) {
       throw publishFailure(err, schema);
     }
@@ -366,6 +327,63 @@ export async function publishToLake(opts: PublishOptions): Promise<PublishResult
   } finally {
     await detachLake(wh);
   }
+}
+
+/** What the transaction of a publish did (before the snapshot id is read and the views written). */
+type PublishDone = Omit<PublishResult, 'compacted' | 'durationMs'> & { unchanged: boolean };
+
+/** The incremental models' unique keys (the model catalog): those models are merged by key. */
+function incrementalKeys(): Map<string, readonly string[]> {
+  return new Map(loadModelCatalog().models.flatMap((m) => (m.uniqueKey !== undefined && m.uniqueKey.length > 0 ? [[m.name, m.uniqueKey] as const] : [])));
+}
+
+/**
+ * The publish's DuckLake transaction: lock and claim the schema, append the raw delta past the
+ * watermark, write the models when rebuilt since the last publish, move the watermark.
+ * @throws {LockError} {@link lockSchema}
+ * @throws {ConfigError} {@link claimSchema}
+ */
+async function publishInTransaction(
+  opts: PublishOptions,
+  p: { me: PipelineIdentity; pg: boolean; models: string[]; keys: ReadonlyMap<string, readonly string[]>; builtAt: string | null },
+  logger: Logger,
+): Promise<PublishDone> {
+  const { wh, schema, runId } = opts;
+  const { builtAt } = p;
+  const L = LAKE_ALIAS;
+  const S = `${L}.${ident(schema)}`;
+  if (p.pg) await lockSchema(wh, schema);
+  await claimSchema(wh, schema, p.me, opts.pipelineMoved === true, runId, logger);
+  const exists = await wh.one<{ n: bigint }>(`select count(*) as n from duckdb_tables() where database_name = '${L}' and lower(schema_name) = ? and table_name = '${LAKE_WATERMARKS}'`, [schema]);
+  if (Number(exists?.n ?? 0) === 0) {
+    await wh.run(`create table ${S}.${LAKE_RAW_EVENTS} as select * from raw.events limit 0`);
+    await wh.run(`create table ${S}.${LAKE_WATERMARKS} (stream_id varchar, stream_position bigint, models_built_at varchar, run_id varchar, published_at timestamptz)`);
+  }
+  const before = await wh.all<{ stream_id: string; stream_position: bigint; models_built_at: string | null }>(`select stream_id, stream_position, models_built_at from ${S}.${LAKE_WATERMARKS}`);
+  // Append the delta of every stream past its watermark (docs/lakehouse.md "Publishing").
+  const appended = await wh.one<{ n: bigint }>(`select count(*) as n from raw.events e left join ${S}.${LAKE_WATERMARKS} w using (stream_id) where e.stream_position > coalesce(w.stream_position, 0)`);
+  const lastBuilt = before[0]?.models_built_at ?? null;
+  const replace = builtAt !== null && (lastBuilt !== builtAt || before.length === 0) ? p.models : [];
+  if (Number(appended?.n ?? 0) === 0 && replace.length === 0 && before.length > 0) {
+    // Nothing new: no snapshot at all (the transaction wrote nothing).
+    const snap = await wh.one<{ id: bigint }>(`select id from ${L}.current_snapshot()`);
+    return { schema, snapshotId: Number(snap?.id ?? -1), events: 0, models: [], merged: [], streams: 0, unchanged: true };
+  }
+  await wh.run(`call ${L}.set_commit_message('recruit-etl', ${sqlString(`publish ${schema} run ${runId}`)}, extra_info => ${sqlString(JSON.stringify({ pipeline: schema, runId }))})`);
+  await wh.run(
+    `insert into ${S}.${LAKE_RAW_EVENTS} by name select e.* from raw.events e left join ${S}.${LAKE_WATERMARKS} w using (stream_id) where e.stream_position > coalesce(w.stream_position, 0) order by e.stream_id, e.stream_position`,
+  );
+  opts.progress?.update({ done: Number(appended?.n ?? 0) });
+  failpoint('lake.mid-publish');
+  const merged: string[] = [];
+  for (const m of replace) if (await writeModel(wh, schema, m, p.keys.get(m))) merged.push(m);
+  const marks = await wh.all<{ stream_id: string; p: bigint }>('select stream_id, max(stream_position) as p from raw.events group by stream_id');
+  const moved = marks.filter((m) => before.find((b) => b.stream_id === m.stream_id)?.stream_position !== m.p).length;
+  await wh.run(`delete from ${S}.${LAKE_WATERMARKS}`);
+  await wh.run(`insert into ${S}.${LAKE_WATERMARKS} select stream_id, max(stream_position), ?, ?, now() from raw.events group by stream_id`, [builtAt ?? lastBuilt, runId]);
+  failpoint('lake.before-commit');
+  const snap = await wh.one<{ id: bigint }>(`select id from ${L}.current_snapshot()`);
+  return { schema, snapshotId: Number(snap?.id ?? -1), events: Number(appended?.n ?? 0), models: replace, merged, streams: moved, unchanged: false };
 }
 
 /**

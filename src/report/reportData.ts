@@ -312,7 +312,20 @@ async function readWorklists(wh: Warehouse, worklistRows: number): Promise<Map<s
   return out;
 }
 
+/** One trial's part of the report (its forecast is set by the caller). */
 async function readTrial(wh: Warehouse, trialId: string, worklist: WorklistSite[]): Promise<TrialReport> {
+  const funnel = await readTrialFunnel(wh, trialId);
+  const siteWeeks = await readSiteWeeks(wh, trialId);
+  const siteTotals = await readSiteTotals(wh, trialId);
+  const { months, siteMonths } = await readSiteMonths(wh, trialId);
+  const timing = await readTiming(wh, trialId);
+  const cohorts = await readCohorts(wh, trialId);
+  const dq = await readTrialDq(wh, trialId);
+  return { trialId, funnel, siteWeeks, siteTotals, months, siteMonths, timing, cohorts, worklist, forecast: null, dq };
+}
+
+/** The trial's funnel and contact counts: sums of `mart_recruitment_funnel`. */
+async function readTrialFunnel(wh: Warehouse, trialId: string): Promise<TrialFunnel> {
   const f = await wh.one<Record<string, unknown>>(
     `select ${FUNNEL_STAGES.map((s) => `sum(${s.column}) as ${s.column}`).join(', ')},
        sum(acknowledged) as acknowledged, sum(contact_attempted) as contact_attempted, sum(reached) as reached,
@@ -320,15 +333,18 @@ async function readTrial(wh: Warehouse, trialId: string, worklist: WorklistSite[
      from main.mart_recruitment_funnel where trial_id = ?`,
     [trialId],
   );
-  const funnel: TrialFunnel = {
+  return {
     stages: FUNNEL_STAGES.map((s) => ({ stage: s.stage, label: s.label, count: num(f?.[s.column]) })),
     acknowledged: num(f?.['acknowledged']),
     contactAttempted: num(f?.['contact_attempted']),
     reached: num(f?.['reached']),
     openInProgress: num(f?.['open_in_progress']),
   };
+}
 
-  const siteWeeks = (
+/** The trial's weeks per site (`mart_site_activity`). */
+async function readSiteWeeks(wh: Warehouse, trialId: string): Promise<SiteWeek[]> {
+  return (
     await wh.all<Record<string, unknown>>(
       `select site_id, site_name, strftime(activity_week, '%Y-%m-%d') as week, referrals_received, enrolments, is_complete_week
        from main.mart_site_activity where trial_id = ? order by site_id, activity_week`,
@@ -342,8 +358,11 @@ async function readTrial(wh: Warehouse, trialId: string, worklist: WorklistSite[
     enrolments: num(r['enrolments']),
     isCompleteWeek: r['is_complete_week'] === true,
   }));
+}
 
-  const siteTotals = (
+/** Each site's totals over its weeks, and its enrolments of the last 4 complete weeks (`mart_site_activity`). */
+async function readSiteTotals(wh: Warehouse, trialId: string): Promise<SiteTotals[]> {
+  return (
     await wh.all<Record<string, unknown>>(
       `with complete as (
          select *, dense_rank() over (partition by trial_id order by activity_week desc) as recent
@@ -373,7 +392,10 @@ async function readTrial(wh: Warehouse, trialId: string, worklist: WorklistSite[
     enrolmentsLast4Weeks: num(r['enrolments_last4']),
     rate: null,
   }));
+}
 
+/** The trial's last {@link MONTHS} months and each site's figures in them (`mart_site_activity_monthly`). */
+async function readSiteMonths(wh: Warehouse, trialId: string): Promise<Pick<TrialReport, 'months' | 'siteMonths'>> {
   const monthRows = await wh.all<Record<string, unknown>>(
     `with months as (
        select distinct activity_month, is_complete_month from main.mart_site_activity_monthly where trial_id = ?
@@ -394,8 +416,11 @@ async function readTrial(wh: Warehouse, trialId: string, worklist: WorklistSite[
     site.months[months.findIndex((m) => m.month === r['month'])] = { referralsReceived: num(r['referrals_received']), enrolments: num(r['enrolments']) };
     bySite.set(siteId, site);
   }
-  const siteMonths = [...bySite.values()];
+  return { months, siteMonths: [...bySite.values()] };
+}
 
+/** The windowed shares and the per-site timing cohorts (`mart_recruitment_funnel`). */
+async function readTiming(wh: Warehouse, trialId: string): Promise<TrialTiming> {
   // Windowed shares: sum() skips the rows the mart withholds (right-censored cohorts).
   const t = await wh.one<Record<string, unknown>>(
     `select ${[24, 48, 72].map((h) => `sum(acknowledged_within_${h}h) as a${h}, sum(acknowledged_within_${h}h_denominator) as a${h}d`).join(', ')},
@@ -420,13 +445,16 @@ async function readTrial(wh: Warehouse, trialId: string, worklist: WorklistSite[
     medianDaysToFirstAttempt: numOrNull(r['median_days_to_first_contact_attempt']),
     p90DaysToFirstAttempt: numOrNull(r['p90_days_to_first_contact_attempt']),
   }));
-  const timing: TrialTiming = {
+  return {
     acknowledgedWithin: [24, 48, 72].map((h) => ({ hours: h, share: share(t?.[`a${h}`], t?.[`a${h}d`]) })),
     attemptedByDay: [0, 1, 2, 3].map((d) => ({ day: d, share: share(t?.[`b${d}`], t?.[`b${d}d`]) })),
     cohorts: timingCohorts,
   };
+}
 
-  const cohorts = (
+/** The trial's referral-week cohorts (`mart_recruitment_funnel`). */
+async function readCohorts(wh: Warehouse, trialId: string): Promise<CohortWeek[]> {
+  return (
     await wh.all<Record<string, unknown>>(
       `select strftime(referral_week, '%Y-%m-%d') as week, max(cohort_age_days) as cohort_age_days, sum(referrals) as referrals,
          sum(acknowledged_within_72h) as a72, sum(acknowledged_within_72h_denominator) as a72d,
@@ -448,14 +476,15 @@ async function readTrial(wh: Warehouse, trialId: string, worklist: WorklistSite[
     enrolledWithin60d: share(r['e60'], r['e60d']),
     isCensored: r['censored'] === true,
   }));
+}
 
+/** Counts of the trial's rows in the {@link DQ_PER_TRIAL} models. */
+async function readTrialDq(wh: Warehouse, trialId: string): Promise<Record<string, number>> {
   const dqRows = await wh.all<{ check_name: string; n: bigint }>(
     DQ_PER_TRIAL.map((m) => `select '${m}' as check_name, count(*) as n from main.${m} where trial_id = $1`).join(' union all '),
     [trialId],
   );
-  const dq = Object.fromEntries(dqRows.map((r) => [r.check_name, Number(r.n)]));
-
-  return { trialId, funnel, siteWeeks, siteTotals, months, siteMonths, timing, cohorts, worklist, forecast: null, dq };
+  return Object.fromEntries(dqRows.map((r) => [r.check_name, Number(r.n)]));
 }
 
 const dateOrNull = (v: unknown): string | null => (v === null || v === undefined ? null : String(v));

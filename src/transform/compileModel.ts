@@ -8,6 +8,7 @@
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { type Materialization, parseModelConfig } from '../catalog/catalog.js';
 import { TransformError } from '../errors.js';
 
 /**
@@ -70,11 +71,7 @@ function expandMacros(model: string, sql: string, macros: ReadonlyMap<string, Sq
   });
 }
 
-/**
- * How a model is built: `table` and `view` are rebuilt whole; `incremental` is a table the
- * runner updates by `delete+insert` on its `unique_key` (docs/incremental.md).
- */
-export type Materialization = 'table' | 'view' | 'incremental';
+export type { Materialization };
 
 /** A model file compiled to plain DuckDB SQL. */
 export interface CompiledModel {
@@ -100,10 +97,6 @@ export interface CompiledModel {
 const QUOTED = String.raw`\s*(?:'([^']*)'|"([^"]*)")\s*`;
 const REF_RE = new RegExp(String.raw`\{\{\s*ref\(${QUOTED}\)\s*\}\}`, 'g');
 const SOURCE_RE = new RegExp(String.raw`\{\{\s*source\(${QUOTED},${QUOTED}\)\s*\}\}`, 'g');
-const CONFIG_RE = /\{\{\s*config\(([\s\S]*?)\)\s*\}\}/g;
-const MATERIALIZED_RE = /materialized\s*=\s*(?:'([^']*)'|"([^"]*)")/;
-const UNIQUE_KEY_RE = /unique_key\s*=\s*(?:'([^']*)'|"([^"]*)"|\[([^\]]*)\])/;
-const STRATEGY_RE = /incremental_strategy\s*=\s*(?:'([^']*)'|"([^"]*)")/;
 const IF_INCREMENTAL_RE = /\{%-?\s*if\s+is_incremental\(\)\s*-?%\}([\s\S]*?)\{%-?\s*endif\s*-?%\}/g;
 const THIS_RE = /\{\{\s*this\s*\}\}/g;
 const IDENT_RE = /^[A-Za-z_][A-Za-z0-9_]*$/;
@@ -125,33 +118,9 @@ export function quoteIdent(name: string): string {
  */
 export function compileModel(name: string, text: string, schema = 'main', macros: ReadonlyMap<string, SqlMacro> = new Map()): CompiledModel {
   if (!IDENT_RE.test(name)) throw new TransformError(`model ${name}: the file name is not a plain SQL identifier`);
-  let materialized = 'table' as Materialization;
-  let uniqueKey = undefined as string[] | undefined;
-  let body = text.replace(CONFIG_RE, (_m, args: string) => {
-    const m = MATERIALIZED_RE.exec(args);
-    if (m) {
-      const value = m[1] ?? m[2] ?? '';
-      if (value !== 'table' && value !== 'view' && value !== 'incremental') {
-        throw new TransformError(`model ${name}: materialized='${value}' is not supported by the job's runner (table, view or incremental)`);
-      }
-      materialized = value;
-    }
-    const k = UNIQUE_KEY_RE.exec(args);
-    if (k) {
-      const list = k[1] ?? k[2] ?? k[3] ?? '';
-      uniqueKey = list.split(',').map((c) => c.trim().replace(/^['"]|['"]$/g, '')).filter((c) => c !== '');
-      const bad = uniqueKey.find((c) => !IDENT_RE.test(c));
-      if (bad !== undefined) throw new TransformError(`model ${name}: unique_key column '${bad}' is not a plain identifier`);
-    }
-    const st = STRATEGY_RE.exec(args);
-    if (st && (st[1] ?? st[2]) !== 'delete+insert') {
-      throw new TransformError(`model ${name}: incremental_strategy='${st[1] ?? st[2]}' is not supported by the job's runner (delete+insert)`);
-    }
-    return '';
-  });
-  if (materialized === 'incremental' && (uniqueKey === undefined || uniqueKey.length === 0)) {
-    throw new TransformError(`model ${name}: an incremental model needs a unique_key (the runner replaces rows by it)`);
-  }
+  const parsed = parseModelConfig(name, text);
+  const { materialized, uniqueKey } = parsed.config;
+  let body = parsed.body;
   body = expandMacros(name, body, macros);
   body = body.replace(THIS_RE, () => `${quoteIdent(schema)}.${quoteIdent(name)}`);
   const refs: string[] = [];

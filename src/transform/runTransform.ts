@@ -13,18 +13,19 @@
  * @module
  */
 import { createHash } from 'node:crypto';
-import { readdirSync, readFileSync, statSync } from 'node:fs';
-import { basename, join, relative } from 'node:path';
+import { readFileSync } from 'node:fs';
+import { basename, relative } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { ConfigError, TransformError } from '../errors.js';
 import { failpoint } from '../failpoints.js';
 import { type Logger, silentLogger } from '../log/logger.js';
 import { NO_PROGRESS, type StageProgress } from '../log/progress.js';
+import { listModelFiles } from '../catalog/catalog.js';
 import { MACROS_DIR, MODELS_DIR, SEEDS_DIR } from '../paths.js';
 import { dataErrorClass, UNORDERED_WRITES, type Warehouse } from '../warehouse/Warehouse.js';
 import { type CompiledModel, compileModel, loadMacros, quoteIdent } from './compileModel.js';
 import { orderModels } from './orderModels.js';
-import { loadSeedSpecs, seedSql, validateTrialTargets } from './seeds.js';
+import { loadSeedSpecs, type SeedSpec, seedSql, validateTrialTargets } from './seeds.js';
 
 /** Options of {@link runTransform}. */
 export interface TransformOptions {
@@ -89,19 +90,8 @@ export interface TransformResult {
   ms: number;
 }
 
-/** Every `.sql` file under `dir`, recursively, sorted by path. */
-export function listModelFiles(dir: string): string[] {
-  const out: string[] = [];
-  const walk = (d: string): void => {
-    for (const entry of readdirSync(d).sort()) {
-      const p = join(d, entry);
-      if (statSync(p).isDirectory()) walk(p);
-      else if (entry.endsWith('.sql')) out.push(p);
-    }
-  };
-  walk(dir);
-  return out;
-}
+/** Every `.sql` file under `dir`, recursively, sorted by path (the catalog's list). */
+export { listModelFiles };
 
 /**
  * Compile every model of `dir`.
@@ -150,6 +140,33 @@ function modelFailure(err: unknown): { why: string; cause?: unknown } {
 export async function runTransform(wh: Warehouse, options: TransformOptions = {}): Promise<TransformResult> {
   const started = performance.now();
   const logger = (options.logger ?? silentLogger()).child({ stage: 'transform' });
+  const plan = planTransform(options);
+  const result = await wh.withSettings(UNORDERED_WRITES, () => wh.transaction(() => buildInTransaction(wh, plan, options, logger)));
+  const ms = Math.round(performance.now() - started);
+  logger.info(
+    { mode: result.mode, newDeliveries: result.newDeliveries, seeds: result.seeds.length, models: result.models.length, ms, dq: Object.fromEntries(result.dq.map((d) => [d.check, d.count])) },
+    'transform done',
+  );
+  return { ...result, ms };
+}
+
+/** What a transform builds, decided from the files before the warehouse is touched. */
+interface TransformPlan {
+  schema: string;
+  seedSpecs: SeedSpec[];
+  /** Every model compiled (the digest covers them all). */
+  compiled: CompiledModel[];
+  /** The models to build, dependencies first (`only` applied). */
+  ordered: CompiledModel[];
+  modelsHash: string;
+}
+
+/**
+ * Read the seeds and models of `options` and order what to build.
+ * @throws {TransformError} a compile error, a cycle, an unknown ref, or an unknown name in `only`
+ * @throws {ConfigError} an operator's seed file that cannot be read
+ */
+function planTransform(options: TransformOptions): TransformPlan {
   const schema = options.schema ?? 'main';
   const seedSpecs = loadSeedSpecs(options.seedsDir ?? SEEDS_DIR, [
     ...(options.siteNames === undefined ? [] : [{ seed: 'seed_site_names', path: options.siteNames, option: '--site-names' }]),
@@ -164,116 +181,137 @@ export async function runTransform(wh: Warehouse, options: TransformOptions = {}
     const wanted = new Set(options.only);
     ordered = ordered.filter((m) => wanted.has(m.name));
   }
+  return { schema, seedSpecs, compiled, ordered, modelsHash: hashModels(compiled, seedSpecs.map((spec) => spec.path)) };
+}
 
-  const modelsHash = hashModels(compiled, seedSpecs.map((spec) => spec.path));
+/** The warehouse side of one transform: the schema's relations as they are, and how to count and replace them. */
+interface BuildContext {
+  wh: Warehouse;
+  schema: string;
+  /** Relations of the schema by name: `table` or `view` (updated as relations are built). */
+  existing: Map<string, 'table' | 'view'>;
+  logger: Logger;
+}
 
-  const result = await wh.withSettings(UNORDERED_WRITES, () => wh.transaction(async () => {
-    await wh.run(`create schema if not exists ${quoteIdent(schema)}`);
-    const existing = new Map(
-      (
-        await wh.all<{ name: string; kind: string }>(
-          `select table_name as name, table_type as kind from information_schema.tables where table_schema = ?`,
-          [schema],
-        )
-      ).map((r) => [r.name, r.kind === 'VIEW' ? 'view' : 'table'] as const),
-    );
-    const count = async (name: string): Promise<number> => {
-      const rows = await wh.all<{ n: bigint | number }>(`select count(*) as n from ${quoteIdent(schema)}.${quoteIdent(name)}`);
-      return Number(rows[0]?.n ?? 0);
-    };
-    // Replacing a view by a table (or back) needs a drop: DuckDB refuses to change the kind.
-    const dropOtherKind = async (name: string, kind: 'table' | 'view'): Promise<void> => {
-      const had = existing.get(name);
-      if (had && had !== kind) await wh.run(`drop ${had} ${quoteIdent(schema)}.${quoteIdent(name)} cascade`);
-      existing.set(name, kind);
-    };
-
-    const decided = await decideMode(wh, ordered, existing, modelsHash, options.fullRefresh === true || options.only !== undefined);
-    const mode = decided.mode;
-    if (mode === 'full' && options.only === undefined) {
-      // Delta models then see every raw row as new.
-      await wh.run('delete from etl.transform_watermarks');
-    }
-    const newDeliveries = await countNewDeliveries(wh);
-    logger.info({ mode, ...(decided.reason ? { reason: decided.reason } : {}), newDeliveries }, 'transform mode');
-
-    const seeds: BuiltRelation[] = [];
-    for (const spec of seedSpecs) {
-      const t0 = performance.now();
-      if (mode === 'incremental' && existing.get(spec.name) === 'table') {
-        // The seed files are part of the models' digest: unchanged since the table was loaded.
-        seeds.push({ name: spec.name, rows: await count(spec.name), ms: 0 });
-        continue;
-      }
-      try {
-        await dropOtherKind(spec.name, 'table');
-        await wh.run(seedSql(spec, schema));
-      } catch (err) {
-        if (spec.override) {
-          // The operator's file: theirs to fix (exit 2), not a bug of the models.
-          // DuckDB read the job's private copy (src/transform/seeds.ts): name the operator's file.
-          const why = firstLine(err).replaceAll(spec.path, spec.override.source);
-          throw new ConfigError(`${spec.override.option} ${spec.override.source}: cannot be loaded as ${spec.name}: ${why}`, { cause: err });
-        }
-        throw new TransformError(`seed ${spec.name} failed to load: ${firstLine(err)}`, { cause: err });
-      }
-      const ms = Math.round(performance.now() - t0);
-      const rows = await count(spec.name);
-      seeds.push({ name: spec.name, rows, ms });
-      logger.debug({ seed: spec.name, rows, ms }, 'seed loaded');
-    }
-
-    const models: TransformResult['models'] = [];
-    const progress = options.progress ?? NO_PROGRESS;
-    progress.update({ done: 0, total: ordered.length });
-    let incrementalDone = 0;
-    for (const model of ordered) {
-      const t0 = performance.now();
-      const target = `${quoteIdent(schema)}.${quoteIdent(model.name)}`;
-      let rows: number;
-      try {
-        if (model.materialized === 'incremental' && mode === 'incremental') {
-          await applyDelta(wh, target, model, schema);
-        } else {
-          const kind = model.materialized === 'view' ? 'view' : 'table';
-          await dropOtherKind(model.name, kind);
-          await wh.run(`create or replace ${kind} ${target} as\n${model.sql}\n`);
-        }
-        if (model.materialized === 'incremental' && ++incrementalDone === 1) failpoint('transform.mid-models');
-        rows = await count(model.name);
-      } catch (err) {
-        if (err instanceof TransformError) throw err;
-        const { why, cause } = modelFailure(err);
-        throw new TransformError(`model ${model.name} failed to build: ${why}`, {
-          ...(cause === undefined ? {} : { cause }),
-          hint: 'fix the model (sql/models) or the seed it reads; the previous models are kept',
-        });
-      }
-      const ms = Math.round(performance.now() - t0);
-      models.push({ name: model.name, rows, ms, materialized: model.materialized });
-      logger.debug({ model: model.name, rows, ms }, 'model built');
-      progress.update({ done: models.length });
-    }
-
-    if (options.only === undefined) await saveWatermarks(wh, schema, ordered, modelsHash, mode);
-    failpoint('transform.before-commit');
-
-    let dq: DqCount[] = [];
-    if (ordered.some((m) => m.name === 'dq_summary')) {
-      const rows = await wh.all<{ check_name: string; issue_count: bigint | number }>(
-        `select check_name, issue_count from ${quoteIdent(schema)}.dq_summary order by check_name`,
-      );
-      dq = rows.map((r) => ({ check: r.check_name, count: Number(r.issue_count) }));
-    }
-    return { seeds, models, dq, mode, newDeliveries, ...(decided.reason ? { fullReason: decided.reason } : {}) };
-  }));
-
-  const ms = Math.round(performance.now() - started);
-  logger.info(
-    { mode: result.mode, newDeliveries: result.newDeliveries, seeds: result.seeds.length, models: result.models.length, ms, dq: Object.fromEntries(result.dq.map((d) => [d.check, d.count])) },
-    'transform done',
+async function buildContext(wh: Warehouse, schema: string, logger: Logger): Promise<BuildContext> {
+  await wh.run(`create schema if not exists ${quoteIdent(schema)}`);
+  const rows = await wh.all<{ name: string; kind: string }>(
+    `select table_name as name, table_type as kind from information_schema.tables where table_schema = ?`,
+    [schema],
   );
-  return { ...result, ms };
+  return { wh, schema, logger, existing: new Map(rows.map((r) => [r.name, r.kind === 'VIEW' ? 'view' : 'table'] as const)) };
+}
+
+async function countRows(ctx: BuildContext, name: string): Promise<number> {
+  const rows = await ctx.wh.all<{ n: bigint | number }>(`select count(*) as n from ${quoteIdent(ctx.schema)}.${quoteIdent(name)}`);
+  return Number(rows[0]?.n ?? 0);
+}
+
+/** Replacing a view by a table (or back) needs a drop: DuckDB refuses to change the kind. */
+async function dropOtherKind(ctx: BuildContext, name: string, kind: 'table' | 'view'): Promise<void> {
+  const had = ctx.existing.get(name);
+  if (had && had !== kind) await ctx.wh.run(`drop ${had} ${quoteIdent(ctx.schema)}.${quoteIdent(name)} cascade`);
+  ctx.existing.set(name, kind);
+}
+
+/** The body of the transform's transaction: mode, seeds, models, watermarks, dq counts. */
+async function buildInTransaction(wh: Warehouse, plan: TransformPlan, options: TransformOptions, logger: Logger): Promise<Omit<TransformResult, 'ms'>> {
+  const { schema, ordered, modelsHash } = plan;
+  const ctx = await buildContext(wh, schema, logger);
+  const decided = await decideMode(wh, ordered, ctx.existing, modelsHash, options.fullRefresh === true || options.only !== undefined);
+  const mode = decided.mode;
+  if (mode === 'full' && options.only === undefined) {
+    // Delta models then see every raw row as new.
+    await wh.run('delete from etl.transform_watermarks');
+  }
+  const newDeliveries = await countNewDeliveries(wh);
+  logger.info({ mode, ...(decided.reason ? { reason: decided.reason } : {}), newDeliveries }, 'transform mode');
+  const seeds: BuiltRelation[] = [];
+  for (const spec of plan.seedSpecs) seeds.push(await loadSeed(ctx, spec, mode));
+  const models = await buildModels(ctx, ordered, mode, options.progress ?? NO_PROGRESS);
+  if (options.only === undefined) await saveWatermarks(wh, schema, ordered, modelsHash, mode);
+  failpoint('transform.before-commit');
+  const dq = ordered.some((m) => m.name === 'dq_summary') ? await readDq(wh, schema) : [];
+  return { seeds, models, dq, mode, newDeliveries, ...(decided.reason ? { fullReason: decided.reason } : {}) };
+}
+
+/**
+ * Load one seed (kept as it is when incremental: the seed files are part of the models'
+ * digest, so unchanged since the table was loaded).
+ * @throws {ConfigError} the operator's file cannot be loaded
+ * @throws {TransformError} a packaged seed cannot be loaded
+ */
+async function loadSeed(ctx: BuildContext, spec: SeedSpec, mode: 'full' | 'incremental'): Promise<BuiltRelation> {
+  const t0 = performance.now();
+  if (mode === 'incremental' && ctx.existing.get(spec.name) === 'table') return { name: spec.name, rows: await countRows(ctx, spec.name), ms: 0 };
+  try {
+    await dropOtherKind(ctx, spec.name, 'table');
+    await ctx.wh.run(seedSql(spec, ctx.schema));
+  } catch (err) {
+    if (spec.override) {
+      // The operator's file: theirs to fix (exit 2), not a bug of the models.
+      // DuckDB read the job's private copy (src/transform/seeds.ts): name the operator's file.
+      const why = firstLine(err).replaceAll(spec.path, spec.override.source);
+      throw new ConfigError(`${spec.override.option} ${spec.override.source}: cannot be loaded as ${spec.name}: ${why}`, { cause: err });
+    }
+    throw new TransformError(`seed ${spec.name} failed to load: ${firstLine(err)}`, { cause: err });
+  }
+  const ms = Math.round(performance.now() - t0);
+  const rows = await countRows(ctx, spec.name);
+  ctx.logger.debug({ seed: spec.name, rows, ms }, 'seed loaded');
+  return { name: spec.name, rows, ms };
+}
+
+/** Build `ordered` in order, reporting progress. */
+async function buildModels(ctx: BuildContext, ordered: readonly CompiledModel[], mode: 'full' | 'incremental', progress: StageProgress): Promise<TransformResult['models']> {
+  const models: TransformResult['models'] = [];
+  progress.update({ done: 0, total: ordered.length });
+  let incrementalDone = 0;
+  for (const model of ordered) {
+    const t0 = performance.now();
+    const rows = await buildModel(ctx, model, mode, () => model.materialized === 'incremental' && ++incrementalDone === 1);
+    const ms = Math.round(performance.now() - t0);
+    models.push({ name: model.name, rows, ms, materialized: model.materialized });
+    ctx.logger.debug({ model: model.name, rows, ms }, 'model built');
+    progress.update({ done: models.length });
+  }
+  return models;
+}
+
+/**
+ * Build one model: by its delta when incremental in an incremental transform, else whole.
+ * `firstIncremental` says whether this is the first incremental model built (a failpoint).
+ * @returns its row count
+ * @throws {TransformError} the model failed (named; the value of a data error unquoted)
+ */
+async function buildModel(ctx: BuildContext, model: CompiledModel, mode: 'full' | 'incremental', firstIncremental: () => boolean): Promise<number> {
+  const target = `${quoteIdent(ctx.schema)}.${quoteIdent(model.name)}`;
+  try {
+    if (model.materialized === 'incremental' && mode === 'incremental') {
+      await applyDelta(ctx.wh, target, model, ctx.schema);
+    } else {
+      const kind = model.materialized === 'view' ? 'view' : 'table';
+      await dropOtherKind(ctx, model.name, kind);
+      await ctx.wh.run(`create or replace ${kind} ${target} as\n${model.sql}\n`);
+    }
+    if (firstIncremental()) failpoint('transform.mid-models');
+    return await countRows(ctx, model.name);
+  } catch (err) {
+    if (err instanceof TransformError) throw err;
+    const { why, cause } = modelFailure(err);
+    throw new TransformError(`model ${model.name} failed to build: ${why}`, {
+      ...(cause === undefined ? {} : { cause }),
+      hint: 'fix the model (sql/models) or the seed it reads; the previous models are kept',
+    });
+  }
+}
+
+/** The rows of `dq_summary` as just built. */
+async function readDq(wh: Warehouse, schema: string): Promise<DqCount[]> {
+  const rows = await wh.all<{ check_name: string; issue_count: bigint | number }>(
+    `select check_name, issue_count from ${quoteIdent(schema)}.dq_summary order by check_name`,
+  );
+  return rows.map((r) => ({ check: r.check_name, count: Number(r.issue_count) }));
 }
 
 /** The model whose table gives each stream's rank in staging's delivery order (docs/incremental.md). */

@@ -156,6 +156,69 @@ async function lastSucceeded(wh: Warehouse, commands: readonly string[] | null):
   return r ? { runId: r.run_id, command: r.command, finishedAt: r.finished_at, ageSeconds: Math.max(0, Math.round(r.age)) } : null;
 }
 
+/** Every stream with its counts and cursor state (quarantine and watermark columns when their tables exist). */
+async function readStreams(wh: Warehouse): Promise<StreamStatus[]> {
+  const quarantined = (await tableExists(wh, 'raw', 'quarantined_events'))
+    ? '(select count(*) from raw.quarantined_events q where q.stream_id = s.stream_id)'
+    : '0';
+  const streams = await wh.all<{
+    stream_id: string; name: string; status: string; environment: string; api_origin: string; event_count: bigint;
+    has_next_page: boolean | null; age: number | null; last_polled_at: string | null; quarantined: bigint | null;
+    transformed: bigint | null;
+  }>(
+    `select stream_id, name, status, environment, api_origin, event_count, has_next_page, ${quarantined} as quarantined,
+            ${(await tableExists(wh, 'etl', 'transform_watermarks')) ? '(select max(w.stream_position) from etl.transform_watermarks w where w.stream_id = s.stream_id)' : 'null'} as transformed,
+            epoch(now() - last_polled_at)::double as age, strftime(last_polled_at, ${ISO}) as last_polled_at
+     from etl.streams s order by status, created_at desc`,
+  );
+  return streams.map((s) => ({
+    streamId: s.stream_id,
+    name: s.name,
+    status: s.status,
+    environment: s.environment,
+    origin: s.api_origin,
+    events: Number(s.event_count),
+    quarantined: Number(s.quarantined ?? 0),
+    hasNextPage: s.has_next_page,
+    cursorState: s.last_polled_at === null ? 'never polled' : s.has_next_page ? 'behind' : 'caught up',
+    cursorAgeSeconds: s.age === null ? null : Math.max(0, Math.round(s.age)),
+    lastPolledAt: s.last_polled_at,
+    transformedPosition: s.transformed === null ? null : Number(s.transformed),
+  }));
+}
+
+/** The last `runs` runs, newest first (`stages` when the column exists). */
+async function readRuns(wh: Warehouse, runs: number): Promise<RunStatusLine[]> {
+  const hasStages = await columnExists(wh, 'etl', 'runs', 'stages');
+  const runRows = await wh.all<{
+    run_id: string; command: string; status: string; started_at: string; finished_at: string | null; duration: number | null;
+    events_loaded: bigint; pages_fetched: bigint; sites_loaded: bigint; models_built: bigint; files_exported: bigint;
+    stages: string | null; error: string | null;
+  }>(
+    `select run_id, command, status, strftime(started_at, ${ISO}) as started_at, strftime(finished_at, ${ISO}) as finished_at,
+            case when status <> 'abandoned' then epoch(finished_at - started_at)::double end as duration,
+            events_loaded, pages_fetched, sites_loaded, models_built, files_exported,
+            ${hasStages ? 'stages::varchar' : 'null'} as stages, error
+     from etl.runs order by started_at desc limit ?`,
+    [runs],
+  );
+  return runRows.map((r) => ({
+    runId: r.run_id,
+    command: r.command,
+    status: r.status,
+    startedAt: r.started_at,
+    finishedAt: r.finished_at,
+    durationSeconds: r.duration === null ? null : Math.round(r.duration * 10) / 10,
+    eventsLoaded: Number(r.events_loaded),
+    pagesFetched: Number(r.pages_fetched),
+    sitesLoaded: Number(r.sites_loaded),
+    modelsBuilt: Number(r.models_built),
+    filesExported: Number(r.files_exported),
+    stages: r.stages === null ? null : (JSON.parse(r.stages) as RunStages),
+    error: r.error,
+  }));
+}
+
 /**
  * Read the status (no writes). Works on a warehouse of any age: parts whose tables or
  * columns do not exist yet are empty or null.
@@ -176,33 +239,7 @@ export async function readStatus(wh: Warehouse, runs = 10): Promise<WarehouseSta
   const unknown = await wh.unknownMigrations();
   if (unknown.length > 0) status.warning = `${newerWarehouseMessage(wh.path, unknown)}; read-only: every writing command refuses it`;
   if (!(await tableExists(wh, 'etl', 'streams'))) return status;
-  const quarantined = (await tableExists(wh, 'raw', 'quarantined_events'))
-    ? '(select count(*) from raw.quarantined_events q where q.stream_id = s.stream_id)'
-    : '0';
-  const streams = await wh.all<{
-    stream_id: string; name: string; status: string; environment: string; api_origin: string; event_count: bigint;
-    has_next_page: boolean | null; age: number | null; last_polled_at: string | null; quarantined: bigint | null;
-    transformed: bigint | null;
-  }>(
-    `select stream_id, name, status, environment, api_origin, event_count, has_next_page, ${quarantined} as quarantined,
-            ${(await tableExists(wh, 'etl', 'transform_watermarks')) ? '(select max(w.stream_position) from etl.transform_watermarks w where w.stream_id = s.stream_id)' : 'null'} as transformed,
-            epoch(now() - last_polled_at)::double as age, strftime(last_polled_at, ${ISO}) as last_polled_at
-     from etl.streams s order by status, created_at desc`,
-  );
-  status.streams = streams.map((s) => ({
-    streamId: s.stream_id,
-    name: s.name,
-    status: s.status,
-    environment: s.environment,
-    origin: s.api_origin,
-    events: Number(s.event_count),
-    quarantined: Number(s.quarantined ?? 0),
-    hasNextPage: s.has_next_page,
-    cursorState: s.last_polled_at === null ? 'never polled' : s.has_next_page ? 'behind' : 'caught up',
-    cursorAgeSeconds: s.age === null ? null : Math.max(0, Math.round(s.age)),
-    lastPolledAt: s.last_polled_at,
-    transformedPosition: s.transformed === null ? null : Number(s.transformed),
-  }));
+  status.streams = await readStreams(wh);
   const ages = status.streams.filter((s) => s.status === 'active' && s.cursorAgeSeconds !== null).map((s) => s.cursorAgeSeconds!);
   status.freshness.cursorAgeSeconds = ages.length ? Math.max(...ages) : null;
   status.freshness.lastSuccessfulRun = await lastSucceeded(wh, null);
@@ -210,34 +247,7 @@ export async function readStatus(wh: Warehouse, runs = 10): Promise<WarehouseSta
   const newest = await wh.one<{ t: string | null }>(`select strftime(max(published_time), ${ISO}) as t from raw.events`);
   status.freshness.newestEventPublishedAt = newest?.t ?? null;
 
-  const hasStages = await columnExists(wh, 'etl', 'runs', 'stages');
-  const runRows = await wh.all<{
-    run_id: string; command: string; status: string; started_at: string; finished_at: string | null; duration: number | null;
-    events_loaded: bigint; pages_fetched: bigint; sites_loaded: bigint; models_built: bigint; files_exported: bigint;
-    stages: string | null; error: string | null;
-  }>(
-    `select run_id, command, status, strftime(started_at, ${ISO}) as started_at, strftime(finished_at, ${ISO}) as finished_at,
-            case when status <> 'abandoned' then epoch(finished_at - started_at)::double end as duration,
-            events_loaded, pages_fetched, sites_loaded, models_built, files_exported,
-            ${hasStages ? 'stages::varchar' : 'null'} as stages, error
-     from etl.runs order by started_at desc limit ?`,
-    [runs],
-  );
-  status.runs = runRows.map((r) => ({
-    runId: r.run_id,
-    command: r.command,
-    status: r.status,
-    startedAt: r.started_at,
-    finishedAt: r.finished_at,
-    durationSeconds: r.duration === null ? null : Math.round(r.duration * 10) / 10,
-    eventsLoaded: Number(r.events_loaded),
-    pagesFetched: Number(r.pages_fetched),
-    sitesLoaded: Number(r.sites_loaded),
-    modelsBuilt: Number(r.models_built),
-    filesExported: Number(r.files_exported),
-    stages: r.stages === null ? null : (JSON.parse(r.stages) as RunStages),
-    error: r.error,
-  }));
+  status.runs = await readRuns(wh, runs);
 
   if (await tableExists(wh, 'main', 'dq_summary')) {
     const dq = await wh.all<{ check_name: string; issue_count: bigint | number }>('select check_name, issue_count from main.dq_summary order by check_name');
