@@ -24,15 +24,16 @@ const SLOW = [
   'test/**/*{dbt,Dbt}*.test.ts', // dbt-duckdb from the project's .venv
   'test/integration/transform/incremental.test.ts', // property test: random splits of a stream
   'test/integration/deploy/install.test.ts', // deploy/install.sh into scratch roots
-  // Over 40 s each with 8 other jobs on the 2 cores (so over ~20 s alone): the built CLI run
-  // again and again against the simulator. Measured with `npx vitest run --project integration
-  // --reporter=json`; a file that grows past that joins this list.
+  // Over 40 s each in one run of the first two tiers with 8 other jobs on the 2 cores (load 22;
+  // 19-32 s each when run alone at load 7-12): the built CLI run again and again against the
+  // simulator. A file that grows past that joins this list.
   'test/e2e/cleanRun.test.ts',
   'test/e2e/cli.test.ts',
   'test/e2e/operator.test.ts',
   'test/e2e/streams.test.ts',
   'test/faults/contract.test.ts',
   'test/faults/hostile.test.ts',
+  'test/faults/leaks.test.ts',
   'test/faults/network.test.ts',
   'test/faults/signals.test.ts',
   'test/integration/extract/extract.test.ts',
