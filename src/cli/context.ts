@@ -6,7 +6,7 @@
  *
  * @module
  */
-import { lakePasswords } from '../publish/lake.js';
+import { lakePasswords, objectStoreSecrets } from '../publish/lake.js';
 import type { Writable } from 'node:stream';
 import {
   ConfigSchema,
@@ -80,6 +80,8 @@ export function gather(ctx: CliContext, argv: Record<string, unknown>, specs: re
   if (typeof raw['clientSecret'] === 'string') ctx.secrets.addSecret(raw['clientSecret']);
   // The lake's attach string may carry a libpq password (docs/lakehouse.md "Attach string").
   if (typeof raw['lake'] === 'string') for (const p of lakePasswords(raw['lake'])) ctx.secrets.addSecret(p);
+  // The object store's AWS_* credentials (docs/lakehouse.md "Object storage").
+  if (typeof raw['lake'] === 'string') for (const p of objectStoreSecrets(ctx.env)) ctx.secrets.addSecret(p);
   const v = raw['verbose'];
   ctx.verbose = v === true || v === 'true' || v === '1';
   return { raw, unknownVariables: unknownVariables(ctx.env, KNOWN_VARIABLES) };

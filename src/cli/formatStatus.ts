@@ -27,19 +27,19 @@ function stageTimes(stages: RunStages | null): string | null {
   return parts.length ? parts.join(', ') : null;
 }
 
-/** The streams table of `status` and `streams`: position (events stored), transformed position, cursor state and age. */
+/** The streams table of `status` and `streams`: origin, position (events stored), transformed position, cursor state and age. */
 export function formatStreams(streams: readonly StreamStatus[]): string {
   return streams.length === 0
     ? '  (none yet: run `recruit-etl extract`)'
     : table(
-        ['stream', 'status', 'env', 'position', 'transformed', 'quarantined', 'cursor', 'cursor age', 'filter'],
-        streams.map((t) => [t.streamId, t.status, t.environment, t.events, t.transformedPosition, t.quarantined, t.cursorState, formatAge(t.cursorAgeSeconds), t.name]),
+        ['stream', 'status', 'env', 'origin', 'position', 'transformed', 'quarantined', 'cursor', 'cursor age', 'filter'],
+        streams.map((t) => [t.streamId, t.status, t.environment, t.origin, t.events, t.transformedPosition, t.quarantined, t.cursorState, formatAge(t.cursorAgeSeconds), t.name]),
       );
 }
 
 /** Render the status as text sections: freshness, streams, runs, data quality, rows, funnel. */
 export function formatStatus(s: WarehouseStatus): string {
-  const out: string[] = [`warehouse: ${s.path}${s.source === 'published copy' ? ' (published copy)' : ''}`, ...(s.note ? [`note: ${s.note}`] : []), ''];
+  const out: string[] = [`warehouse: ${s.path}${s.source === 'published copy' ? ' (published copy)' : ''}`, ...(s.note ? [`note: ${s.note}`] : []), ...(s.warning ? [`warning: ${s.warning}`] : []), ''];
   const f = s.freshness;
   const when = (r: { finishedAt: string; ageSeconds: number; command: string; runId: string } | null): string =>
     r ? `${r.finishedAt} (${formatAge(r.ageSeconds)} ago, ${r.command} ${r.runId})` : 'never';

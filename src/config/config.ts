@@ -15,6 +15,7 @@
 import { z } from 'zod';
 import { ConfigError } from '../errors.js';
 import { checkInputFile, formatBytes, INPUT_FILE_MAX_BYTES, readInputFile } from '../fs/inputFile.js';
+import { TOKEN_AUDIENCE_PARAMETERS, TOKEN_CLIENT_AUTHS, TOKEN_REQUEST_FORMATS } from '../upstream/auth.js';
 
 /**
  * Default event types (docs/contracts.md "Options"): the three patient types and both
@@ -192,6 +193,21 @@ export const ConfigSchema = z.object({
     group: UPSTREAM_GROUP,
   }),
   audience: option(sized(OPTION_MAX_BYTES.url).min(1).optional().describe('OAuth 2.0 audience of the API (required)'), { commands: EVENTS, group: UPSTREAM_GROUP }),
+  /** `--token-request-format`: the token request's body encoding (src/upstream/auth.ts; docs/upstream.md "Token requests"). */
+  tokenRequestFormat: option(z.enum(TOKEN_REQUEST_FORMATS).default('json').describe('token request body: json (the upstream\'s documented form) or form (application/x-www-form-urlencoded, RFC 6749 §4.4)'), {
+    commands: EVENTS,
+    group: UPSTREAM_GROUP,
+  }),
+  /** `--token-client-auth`: client authentication at the token endpoint (RFC 6749 §2.3.1). */
+  tokenClientAuth: option(z.enum(TOKEN_CLIENT_AUTHS).default('body').describe('client authentication at the token endpoint: body (client_id and client_secret in the body) or basic (HTTP Basic)'), {
+    commands: EVENTS,
+    group: UPSTREAM_GROUP,
+  }),
+  /** `--token-audience-parameter`: the request parameter carrying `--audience`. */
+  tokenAudienceParameter: option(z.enum(TOKEN_AUDIENCE_PARAMETERS).default('audience').describe('token request parameter carrying --audience: audience, or resource (RFC 8707 resource indicator)'), {
+    commands: EVENTS,
+    group: UPSTREAM_GROUP,
+  }),
   trialId: option(z.array(sized(OPTION_MAX_BYTES.id).min(1).refine(isWellFormedText, WELL_FORMED)).default([]).describe('trial id, repeatable or comma-separated (required)'), {
     commands: UPSTREAM,
     group: UPSTREAM_GROUP,
@@ -239,6 +255,8 @@ export const ConfigSchema = z.object({
     group: SITES_GROUP,
   }),
   json: option(z.boolean().default(false).describe('print JSON (a stable interface: docs/contracts.md "Commands")'), { commands: ['status', 'streams'], group: GENERAL }),
+  /** Confirms `streams retire` of a stream that has received pages (docs/contracts.md "Streams"). */
+  yes: option(z.boolean().default(false).describe('streams retire: confirm retiring a stream that has received pages'), { commands: ['streams'], group: GENERAL }),
   /** The operator's CSV of event site display names, loaded as `seed_site_names` (docs/models.md "Site names"). */
   siteNames: option(
     sized(OPTION_MAX_BYTES.path).min(1).optional().describe('CSV of display names of event site ids (site_id,trial_id,site_name,sponsor_site_id), loaded as seed_site_names'),
@@ -271,8 +289,13 @@ export const ConfigSchema = z.object({
   }),
   /** The pipeline's schema in the lake (docs/lakehouse.md "Several pipelines"). */
   lakeSchema: option(
-    sized(OPTION_MAX_BYTES.label).trim().regex(/^[a-z][a-z0-9_]{0,62}$/, 'must be lower-case letters, digits and _, starting with a letter').refine((v) => v !== 'all_pipelines', 'all_pipelines holds the views across pipelines').optional().describe("this pipeline's schema in the lake; all_pipelines holds views across every pipeline"),
+    sized(OPTION_MAX_BYTES.label).trim().regex(/^[a-z][a-z0-9_]{0,62}$/, 'must be lower-case letters, digits and _, starting with a letter').refine((v) => !['all_pipelines', 'memory', 'system', 'temp'].includes(v), 'all_pipelines holds the views across pipelines; memory, system and temp are DuckDB catalogs').optional().describe("this pipeline's schema in the lake; all_pipelines holds views across every pipeline"),
     { commands: LAKE, group: LAKE_GROUP, defaultHelp: 'the --environment label' },
+  ),
+  /** This warehouse takes over its lake schema from the one that published there (docs/lakehouse.md "One schema, one pipeline"). */
+  lakePipelineMoved: option(
+    z.boolean().default(false).describe('this warehouse replaces the one that published into the lake schema (the same pipeline moved or rebuilt): take the schema over; give it once'),
+    { commands: LAKE, group: LAKE_GROUP },
   ),
 });
 

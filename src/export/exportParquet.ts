@@ -24,6 +24,7 @@ import { failpoint } from '../failpoints.js';
 import { ensureReaderDir, readerModes, setReaderFileMode, type ReaderModes } from '../fs/readerFiles.js';
 import {
   adoptLegacyLayout,
+  adoptRestoredCurrent,
   CURRENT_LINK,
   currentSnapshotId,
   fsyncPath,
@@ -34,6 +35,7 @@ import {
   replaceWithSymlink,
   snapshotRef,
   SNAPSHOTS_DIR,
+  snapshotsFolderProblem,
   sweepTemporaries,
 } from './exportSet.js';
 
@@ -98,8 +100,14 @@ export async function exportParquet(opts: ExportOptions): Promise<Manifest> {
   let previous: string | undefined;
   try {
     ensureReaderDir(dir, modes);
+    const problem = snapshotsFolderProblem(dir);
+    if (problem !== undefined) {
+      throw new ExportError(problem, { hint: `replace it with a folder (or point --export-dir at the other disk); nothing was written` });
+    }
     ensureReaderDir(join(dir, SNAPSHOTS_DIR), modes, true);
     sweepTemporaries(dir);
+    const restored = adoptRestoredCurrent(dir, runId);
+    if (restored !== undefined) logger.warn({ snapshot: snapshotRef(restored) }, 'current was a folder (a restore that followed symlinks); it is now a snapshot and current links to it');
     const legacy = adoptLegacyLayout(dir, runId, modes);
     if (legacy !== undefined) logger.info({ snapshot: snapshotRef(legacy) }, 'export folder upgraded: the files of the previous export are now its snapshot');
     previous = currentSnapshotId(dir);
@@ -142,7 +150,8 @@ export async function exportParquet(opts: ExportOptions): Promise<Manifest> {
   }
   try {
     const pruned = pruneSnapshots(dir, runId, new Set(previous === undefined ? [] : [previous]));
-    if (pruned.length > 0) logger.debug({ pruned }, 'old snapshots removed');
+    if (pruned.removed.length > 0) logger.debug({ pruned: pruned.removed }, 'old snapshots removed');
+    if (pruned.foreign.length > 0) logger.warn({ left: pruned.foreign.slice(0, 20) }, 'entries of snapshots/ that the export did not write are left alone (docs/exports.md "What the folder may contain")');
   } catch (err) {
     logger.warn({ code: (err as NodeJS.ErrnoException).code }, 'cannot remove old snapshots; the next export will');
   }

@@ -68,14 +68,17 @@ function isStableName(name: string): boolean {
  * The snapshot id `current` names, or undefined when there is no `current` or it names
  * something other than `snapshots/<id>`.
  *
- * @throws a `NodeJS.ErrnoException` other than ENOENT (e.g. EINVAL: `current` is not a symlink)
+ * @throws a `NodeJS.ErrnoException` other than ENOENT or EINVAL (`current` is not a symlink)
  */
 export function currentSnapshotId(dir: string): string | undefined {
   let target: string;
   try {
     target = readlinkSync(join(dir, CURRENT_LINK));
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    // ENOENT: none yet; EINVAL: not a symlink (a folder is adopted first by adoptRestoredCurrent;
+    // a file is replaced by the swap).
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT' || code === 'EINVAL') return undefined;
     throw err;
   }
   const prefix = `${SNAPSHOTS_DIR}/`;
@@ -233,25 +236,92 @@ export function linkStablePaths(dir: string, names: readonly string[], runId: st
 }
 
 /**
- * Delete the snapshots no reader should still be on: every entry of `snapshots/` other
+ * Delete the snapshots no reader should still be on: every folder of `snapshots/` other
  * than `keep` (the current and the previous snapshot) that was last modified no later
  * than the current snapshot (older exports, and the folders of exports killed before
- * their swap). A newer folder can only be an export still being written by another
- * process, and stays.
+ * their swap), and that holds only what an export writes there ({@link isOurSnapshot}).
+ * A newer folder can only be an export still being written by another process, and stays;
+ * so does anything else (a file, a symlink, a folder holding something the job never writes:
+ * docs/exports.md "What the folder may contain").
  *
- * @returns the entries removed
+ * @returns the entries removed, and those left alone because they are not the job's
  * @throws a `NodeJS.ErrnoException` when `snapshots/` or the current snapshot cannot be read
  */
-export function pruneSnapshots(dir: string, current: string, keep: ReadonlySet<string>): string[] {
+export function pruneSnapshots(dir: string, current: string, keep: ReadonlySet<string>): { removed: string[]; foreign: string[] } {
   const root = join(dir, SNAPSHOTS_DIR);
   const limit = lstatSync(join(root, current)).mtimeMs;
   const removed: string[] = [];
+  const foreign: string[] = [];
   for (const f of readdirSync(root)) {
     if (f === current || keep.has(f)) continue;
     const st = lstatSync(join(root, f), { throwIfNoEntry: false });
     if (!st || st.mtimeMs > limit) continue;
+    if (!st.isDirectory() || !isOurSnapshot(join(root, f))) {
+      foreign.push(f);
+      continue;
+    }
     rmSync(join(root, f), { recursive: true, force: true });
     removed.push(f);
   }
-  return removed;
+  return { removed, foreign };
+}
+
+/**
+ * Whether the folder `path` holds only what an export writes into a snapshot folder:
+ * regular files named `<model>.parquet`, `manifest.json`, or a temporary `.*.tmp` (empty
+ * counts: an export killed right after making it). Nothing else is ever deleted.
+ */
+export function isOurSnapshot(path: string): boolean {
+  for (const e of readdirSync(path, { withFileTypes: true })) {
+    if (!e.isFile()) return false;
+    if (!(e.name.endsWith('.parquet') || e.name === MANIFEST_FILE || (e.name.startsWith('.') && e.name.endsWith('.tmp')))) return false;
+  }
+  return true;
+}
+
+/**
+ * Why `<dir>/snapshots` cannot hold the export's snapshots, or undefined when it can (a
+ * folder, or nothing yet): a symlink (the export would write, and prune, through it, in a
+ * folder that may not be the job's: docs/exports.md "What the folder may contain") or a
+ * file.
+ */
+export function snapshotsFolderProblem(dir: string): string | undefined {
+  const path = join(dir, SNAPSHOTS_DIR);
+  const st = lstatSync(path, { throwIfNoEntry: false });
+  if (st === undefined || st.isDirectory()) return undefined;
+  if (st.isSymbolicLink()) {
+    let target = '?';
+    try {
+      target = readlinkSync(path);
+    } catch {
+      // Only for the message.
+    }
+    return `${path} is a symlink (to ${JSON.stringify(target).slice(1, -1).slice(0, 300)}); the export writes and deletes snapshots only in a folder of its own inside the export folder`;
+  }
+  return `${path} is not a folder; the export keeps its snapshots there`;
+}
+
+/**
+ * Adopt a `current` that is a real folder, as a restore that follows symlinks leaves it
+ * (`cp -rL`, `rsync -L`): the folder is moved, by rename, to `snapshots/restored-<runId>/`
+ * and `current` becomes the symlink to it. Its files stay readable there; the export that
+ * follows publishes a new set and keeps this one as the previous snapshot. Between the
+ * rename and the new symlink, `current` is missing for a moment; a kill there leaves no
+ * `current`, and the next export adopts the stable paths as a legacy layout.
+ *
+ * @returns the id of the snapshot the folder became, if `current` was a folder
+ * @throws a `NodeJS.ErrnoException` from the file system
+ */
+export function adoptRestoredCurrent(dir: string, runId: string): string | undefined {
+  const path = join(dir, CURRENT_LINK);
+  const st = lstatSync(path, { throwIfNoEntry: false });
+  if (!st?.isDirectory()) return undefined;
+  const id = `restored-${runId}`;
+  if (!isSafeSnapshotName(id)) throw Object.assign(new Error(`cannot name a snapshot restored-${runId}`), { code: 'EINVAL' });
+  rmSync(join(dir, SNAPSHOTS_DIR, id), { recursive: true, force: true });
+  renameSync(path, join(dir, SNAPSHOTS_DIR, id));
+  replaceWithSymlink(dir, CURRENT_LINK, snapshotRef(id), runId);
+  fsyncPath(join(dir, SNAPSHOTS_DIR), 'dir');
+  fsyncPath(dir, 'dir');
+  return id;
 }

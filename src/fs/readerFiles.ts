@@ -83,7 +83,8 @@ export function setReaderFileMode(path: string, modes: ReaderModes): void {
 /**
  * Write a file for readers atomically: a temporary file in the same folder, written with
  * `modes.file`, fsynced, renamed over `path`. A reader sees the old file or the new one,
- * never a part. The folder is made with {@link ensureReaderDir}.
+ * never a part. The folder is made with {@link ensureReaderDir}. A symlink at `path` is
+ * replaced, never written through.
  *
  * @throws a `NodeJS.ErrnoException`; the temporary file is removed
  */
@@ -91,7 +92,10 @@ export function writeReaderFile(path: string, data: string | Uint8Array, modes: 
   ensureReaderDir(dirname(path), modes);
   const tmp = join(dirname(path), `.${basename(path)}.${process.pid}.tmp`);
   try {
-    writeFileSync(tmp, data, { mode: modes.file });
+    // Never through whatever holds the temporary name (a symlink left there would lead the
+    // write out of the folder): remove it, then create the file exclusively.
+    rmSync(tmp, { force: true });
+    writeFileSync(tmp, data, { mode: modes.file, flag: 'wx' });
     chmodSync(tmp, modes.file);
     const fd = openSync(tmp, 'r');
     try {

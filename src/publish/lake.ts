@@ -12,12 +12,18 @@
  *   views of `all_pipelines` over every pipeline's tables with a `pipeline` column.
  * - One publisher per schema: a PostgreSQL advisory lock taken inside the transaction, and
  *   DuckLake's own conflict check at commit; either refusal is a {@link LockError} (exit 5).
+ * - One pipeline per schema: the schema records the warehouse that publishes into it
+ *   (`<schema>.publish_pipeline`); another warehouse is refused (exit 2) unless the operator
+ *   says it is the same pipeline moved (`--lake-pipeline-moved`).
+ * - Object stores: a `DATA_PATH` such as `s3://bucket/prefix/` is written through DuckDB's
+ *   `httpfs`, with a temporary DuckDB secret made from the standard `AWS_*` variables.
  *
  * The extensions are only `LOAD`ed: from the project's `.duckdb/extensions` when `make
  * extensions` filled it, else from DuckDB's default folder (where `INSTALL` puts them).
  *
  * @module
  */
+import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { ConfigError, LockError, WarehouseError } from '../errors.js';
 import { EXPORTED_PREFIXES } from '../export/exportParquet.js';
@@ -26,16 +32,29 @@ import { type Logger, silentLogger } from '../log/logger.js';
 import type { StageProgress } from '../log/progress.js';
 import { LOCAL_EXTENSION_DIR, MODELS_DIR } from '../paths.js';
 import { compileModels } from '../transform/runTransform.js';
-import { sqlString, type Warehouse } from '../warehouse/Warehouse.js';
+import { sqlString, Warehouse } from '../warehouse/Warehouse.js';
 
-/** The catalog name the lake is attached under in the job's session. */
-export const LAKE_ALIAS = 'recruit_etl_lake';
+/**
+ * The catalog name the lake is attached under in the job's session. It starts with `_`, which
+ * no pipeline schema ({@link LAKE_SCHEMA_RE}) can; a warehouse file named like it is refused.
+ */
+export const LAKE_ALIAS = '_recruit_etl_lake';
+/** The name of the temporary DuckDB secret made from the `AWS_*` variables (docs/lakehouse.md "Object storage"). */
+export const LAKE_S3_SECRET = '_recruit_etl_lake_s3';
 /** The schema of the cross-pipeline views (docs/lakehouse.md "Several pipelines"). */
 export const ALL_PIPELINES_SCHEMA = 'all_pipelines';
 /** The lake table of raw events in each pipeline's schema. */
 export const LAKE_RAW_EVENTS = 'raw_events';
 /** The lake table of per-stream watermarks in each pipeline's schema; also marks a schema as a pipeline. */
 export const LAKE_WATERMARKS = 'publish_watermarks';
+/** The lake table naming the warehouse that publishes into each pipeline's schema (docs/lakehouse.md "One schema, one pipeline"). */
+export const LAKE_PIPELINE = 'publish_pipeline';
+/**
+ * Schema names a pipeline may not take: the views' schema, and the catalogs every DuckDB
+ * session has (`memory` for an in-memory session, `system`, `temp`): a view naming such a
+ * schema would be ambiguous in a reader's session.
+ */
+export const RESERVED_SCHEMAS: readonly string[] = [ALL_PIPELINES_SCHEMA, 'memory', 'system', 'temp'];
 /** Files of `raw_events` from which a publish merges adjacent small files (docs/lakehouse.md "Compaction"). */
 export const COMPACT_FILE_COUNT = 16;
 /** A pipeline's schema name: lower-case letters, digits and `_`, starting with a letter. */
@@ -51,6 +70,12 @@ export interface PublishOptions {
   /** The pipeline's schema ({@link LAKE_SCHEMA_RE}). */
   schema: string;
   runId: string;
+  /** The `--environment` label, recorded with the pipeline's identity (messages only). */
+  environment?: string;
+  /** The operator says this warehouse is the schema's pipeline moved (`--lake-pipeline-moved`): it takes the schema over. */
+  pipelineMoved?: boolean;
+  /** Where the `AWS_*` variables are read (default `process.env`). */
+  env?: Readonly<Record<string, string | undefined>>;
   logger?: Logger;
   progress?: StageProgress;
 }
@@ -96,19 +121,103 @@ export function postgresConninfo(lake: string): string | undefined {
 
 const ident = (name: string): string => `"${name.replaceAll('"', '""')}"`;
 
+/** Credentials and endpoint of an S3-compatible object store, from the standard `AWS_*` variables. */
+export interface ObjectStoreCredentials {
+  /** `AWS_ACCESS_KEY_ID`. */
+  keyId: string;
+  /** `AWS_SECRET_ACCESS_KEY`. */
+  secret: string;
+  /** `AWS_SESSION_TOKEN` (temporary credentials). */
+  sessionToken?: string;
+  /** `AWS_REGION`, else `AWS_DEFAULT_REGION`, else `us-east-1`. */
+  region: string;
+  /** `host[:port]` of `AWS_ENDPOINT_URL_S3` / `AWS_ENDPOINT_URL` (an S3-compatible server); absent: AWS itself. */
+  endpoint?: string;
+  /** False when the endpoint URL is `http://`. */
+  useSsl: boolean;
+  /** `path` with an endpoint (MinIO, Ceph, moto, …), `vhost` for AWS itself. */
+  urlStyle: 'path' | 'vhost';
+}
+
+/** A `DATA_PATH` that DuckDB reaches through `httpfs` (an object store or HTTP), not a local folder. */
+export const REMOTE_DATA_PATH_RE = /^(s3|s3a|s3n|gcs|gs|r2|https?):\/\//i;
+
+const envValue = (env: Readonly<Record<string, string | undefined>>, name: string): string | undefined => {
+  const v = env[name]?.trim();
+  return v === undefined || v === '' ? undefined : v;
+};
+
 /**
- * LOAD the ducklake and postgres extensions (docs/lakehouse.md "Extensions").
+ * The object store's credentials from the standard AWS variables (docs/lakehouse.md "Object
+ * storage"), or undefined when `AWS_ACCESS_KEY_ID` is not set.
+ * @throws {ConfigError} `AWS_SECRET_ACCESS_KEY` missing, or an endpoint that is not an `http(s)://` URL (exit 2)
+ */
+export function objectStoreCredentials(env: Readonly<Record<string, string | undefined>>): ObjectStoreCredentials | undefined {
+  const keyId = envValue(env, 'AWS_ACCESS_KEY_ID');
+  if (keyId === undefined) return undefined;
+  const secret = envValue(env, 'AWS_SECRET_ACCESS_KEY');
+  if (secret === undefined) throw new ConfigError('AWS_ACCESS_KEY_ID is set but AWS_SECRET_ACCESS_KEY is not: the lake\'s object store needs both');
+  const sessionToken = envValue(env, 'AWS_SESSION_TOKEN');
+  const region = envValue(env, 'AWS_REGION') ?? envValue(env, 'AWS_DEFAULT_REGION') ?? 'us-east-1';
+  const endpointVar = envValue(env, 'AWS_ENDPOINT_URL_S3') !== undefined ? 'AWS_ENDPOINT_URL_S3' : 'AWS_ENDPOINT_URL';
+  const endpointUrl = envValue(env, endpointVar);
+  if (endpointUrl === undefined) return { keyId, secret, ...(sessionToken ? { sessionToken } : {}), region, useSsl: true, urlStyle: 'vhost' };
+  let url: URL | undefined;
+  try {
+    url = new URL(endpointUrl);
+  } catch {
+    url = undefined;
+  }
+  if (url === undefined || (url.protocol !== 'http:' && url.protocol !== 'https:') || (url.pathname !== '/' && url.pathname !== '')) {
+    throw new ConfigError(`${endpointVar} must be an http:// or https:// URL of the S3 endpoint, such as https://minio.internal:9000`);
+  }
+  return { keyId, secret, ...(sessionToken ? { sessionToken } : {}), region, endpoint: url.host, useSsl: url.protocol === 'https:', urlStyle: 'path' };
+}
+
+/** The values of the `AWS_*` variables that must never be logged (registered with the run's secrets). */
+export function objectStoreSecrets(env: Readonly<Record<string, string | undefined>>): string[] {
+  return ['AWS_SECRET_ACCESS_KEY', 'AWS_SESSION_TOKEN', 'AWS_ACCESS_KEY_ID'].flatMap((n) => envValue(env, n) ?? []);
+}
+
+/**
+ * Create the session's temporary S3 secret ({@link LAKE_S3_SECRET}: in memory, gone with the
+ * process, never written to DuckDB's secret folder).
+ * @throws {ConfigError} DuckDB refused it (exit 2); the message holds none of the values
+ */
+async function createObjectStoreSecret(wh: Warehouse, c: ObjectStoreCredentials): Promise<void> {
+  const opts = [
+    'type s3',
+    'provider config',
+    `key_id ${sqlString(c.keyId)}`,
+    `secret ${sqlString(c.secret)}`,
+    ...(c.sessionToken !== undefined ? [`session_token ${sqlString(c.sessionToken)}`] : []),
+    `region ${sqlString(c.region)}`,
+    ...(c.endpoint !== undefined ? [`endpoint ${sqlString(c.endpoint)}`] : []),
+    `use_ssl ${c.useSsl}`,
+    `url_style ${sqlString(c.urlStyle)}`,
+  ];
+  try {
+    await wh.run(`create or replace temporary secret ${LAKE_S3_SECRET} (${opts.join(', ')})`);
+  } catch (err) {
+    let msg = firstLine(err);
+    for (const v of [c.secret, c.sessionToken, c.keyId]) if (v !== undefined && v !== '') msg = msg.split(v).join('[redacted]');
+    throw new ConfigError(`cannot create the DuckDB secret for the lake's object store from the AWS_* variables: ${msg}`, { cause: err });
+  }
+}
+
+/**
+ * LOAD the ducklake extension, and postgres and httpfs when asked (docs/lakehouse.md "Extensions").
  * @throws {ConfigError} an extension cannot be loaded (exit 2): `make extensions`, or `INSTALL` with internet access
  */
-export async function loadLakeExtensions(wh: Warehouse, needPostgres: boolean): Promise<void> {
+export async function loadLakeExtensions(wh: Warehouse, needPostgres: boolean, needHttpfs = false): Promise<void> {
   if (existsSync(LOCAL_EXTENSION_DIR)) await wh.run(`set extension_directory = ${sqlString(LOCAL_EXTENSION_DIR)}`);
-  for (const ext of needPostgres ? ['ducklake', 'postgres'] : ['ducklake']) {
+  for (const ext of ['ducklake', ...(needPostgres ? ['postgres'] : []), ...(needHttpfs ? ['httpfs'] : [])]) {
     try {
       await wh.run(`load ${ext}`);
     } catch (err) {
       throw new ConfigError(`cannot load the DuckDB extension ${ext} for --lake (RECRUIT_ETL_LAKE): ${(err as Error).message}`, {
         cause: err,
-        hint: 'run `make extensions` (fills .duckdb/extensions from PyPI), or with internet access run INSTALL ducklake; INSTALL postgres once in DuckDB',
+        hint: `run \`make extensions\` (fills .duckdb/extensions from PyPI), or with internet access run INSTALL ${ext} once in DuckDB`,
       });
     }
   }
@@ -116,19 +225,30 @@ export async function loadLakeExtensions(wh: Warehouse, needPostgres: boolean): 
 
 /**
  * Attach the lake as {@link LAKE_ALIAS} (data files as Parquet, never inlined in the catalog).
+ * With an object-store `dataPath`, or `AWS_ACCESS_KEY_ID` in `env`, `httpfs` is loaded and the
+ * S3 secret made first.
+ * @throws {ConfigError} an extension cannot be loaded, the AWS_* variables are invalid, or the warehouse's own catalog is named {@link LAKE_ALIAS} (exit 2)
  * @throws {WarehouseError} the catalog cannot be reached or opened (exit 7)
  */
-export async function attachLake(wh: Warehouse, lake: string, dataPath: string | undefined): Promise<void> {
+export async function attachLake(wh: Warehouse, lake: string, dataPath: string | undefined, env: Readonly<Record<string, string | undefined>> = process.env): Promise<void> {
   const conninfo = postgresConninfo(lake);
-  await loadLakeExtensions(wh, conninfo !== undefined);
+  const creds = objectStoreCredentials(env);
+  await loadLakeExtensions(wh, conninfo !== undefined, creds !== undefined || (dataPath !== undefined && REMOTE_DATA_PATH_RE.test(dataPath)));
+  if (creds !== undefined) await createObjectStoreSecret(wh, creds);
+  // `attach if not exists` would take a database already attached under the alias for the lake.
+  const taken = await wh.one<{ n: bigint }>(`select count(*) as n from duckdb_databases() where lower(database_name) in (lower(?), lower(?))`, [LAKE_ALIAS, `${LAKE_ALIAS}_pg`]);
+  if (Number(taken?.n ?? 0) > 0) {
+    throw new ConfigError(`the warehouse's catalog is named ${LAKE_ALIAS}, the name the job attaches the lake under`, { hint: 'rename the warehouse file (--db)' });
+  }
   const opts = [`data_inlining_row_limit 0`, ...(dataPath !== undefined ? [`data_path ${sqlString(dataPath)}`] : [])];
   try {
-    await wh.run(`attach if not exists ${sqlString(lake)} as ${LAKE_ALIAS} (${opts.join(', ')})`);
-    if (conninfo !== undefined) await wh.run(`attach if not exists ${sqlString(conninfo)} as ${LAKE_ALIAS}_pg (type postgres)`);
+    await wh.run(`attach ${sqlString(lake)} as ${LAKE_ALIAS} (${opts.join(', ')})`);
+    if (conninfo !== undefined) await wh.run(`attach ${sqlString(conninfo)} as ${LAKE_ALIAS}_pg (type postgres)`);
   } catch (err) {
+    await detachLake(wh);
     throw new WarehouseError(`cannot attach the lake ${redactLake(lake)}: ${redactLake(firstLine(err))}`, {
       cause: err,
-      hint: 'check --lake (RECRUIT_ETL_LAKE) and that its PostgreSQL catalog is reachable; give --lake-data-path (RECRUIT_ETL_LAKE_DATA_PATH) when the lake is new',
+      hint: 'check --lake (RECRUIT_ETL_LAKE) and that its PostgreSQL catalog is reachable; give --lake-data-path (RECRUIT_ETL_LAKE_DATA_PATH) when the lake is new; an object store needs AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY (docs/lakehouse.md "Object storage")',
     });
   }
 }
@@ -142,6 +262,7 @@ export async function detachLake(wh: Warehouse): Promise<void> {
       // Already gone with the instance.
     }
   }
+  await wh.run(`drop temporary secret if exists ${LAKE_S3_SECRET}`).catch(() => undefined);
 }
 
 function firstLine(err: unknown): string {
@@ -171,13 +292,13 @@ export async function publishToLake(opts: PublishOptions): Promise<PublishResult
   const { wh, schema, runId } = opts;
   const logger = (opts.logger ?? silentLogger()).child({ stage: 'publish' });
   const started = Date.now();
-  if (!LAKE_SCHEMA_RE.test(schema) || schema === ALL_PIPELINES_SCHEMA) {
-    throw new ConfigError(`--lake-schema (RECRUIT_ETL_LAKE_SCHEMA): ${JSON.stringify(schema.slice(0, 80))} must be lower-case letters, digits and _ (starting with a letter), not ${ALL_PIPELINES_SCHEMA}`);
-  }
+  checkSchemaName(schema);
+  const env = opts.env ?? process.env;
+  const me = await warehouseIdentity(wh, opts.environment);
   const L = LAKE_ALIAS;
   const S = `${L}.${ident(schema)}`;
   const pg = postgresConninfo(opts.lake) !== undefined;
-  await attachLake(wh, opts.lake, opts.dataPath);
+  await attachLake(wh, opts.lake, opts.dataPath, env);
   try {
     // Schemas first, each its own small commit (idempotent; creating them inside the publish
     // would make two first publishes of different pipelines conflict on the catalog).
@@ -194,13 +315,9 @@ export async function publishToLake(opts: PublishOptions): Promise<PublishResult
     let result: Omit<PublishResult, 'compacted' | 'durationMs'> & { unchanged: boolean };
     try {
       result = await wh.transaction(async () => {
-        if (pg) {
-          const got = await wh.one<{ got: boolean }>(
-            `select got from postgres_query('${L}_pg', ${sqlString(`select pg_try_advisory_xact_lock(hashtext('recruit-etl publish ${schema}')) as got`)})`,
-          );
-          if (got?.got !== true) throw lockError(schema, 'another publisher holds it now');
-        }
-        const exists = await wh.one<{ n: bigint }>(`select count(*) as n from duckdb_tables() where database_name = '${L}' and schema_name = ? and table_name = '${LAKE_WATERMARKS}'`, [schema]);
+        if (pg) await lockSchema(wh, schema);
+        await claimSchema(wh, schema, me, opts.pipelineMoved === true, runId, logger);
+        const exists = await wh.one<{ n: bigint }>(`select count(*) as n from duckdb_tables() where database_name = '${L}' and lower(schema_name) = ? and table_name = '${LAKE_WATERMARKS}'`, [schema]);
         if (Number(exists?.n ?? 0) === 0) {
           await wh.run(`create table ${S}.${LAKE_RAW_EVENTS} as select * from raw.events limit 0`);
           await wh.run(`create table ${S}.${LAKE_WATERMARKS} (stream_id varchar, stream_position bigint, models_built_at varchar, run_id varchar, published_at timestamptz)`);
@@ -230,23 +347,18 @@ export async function publishToLake(opts: PublishOptions): Promise<PublishResult
           `insert into ${S}.${LAKE_WATERMARKS} select stream_id, max(stream_position), ?, ?, now() from raw.events group by stream_id`,
           [builtAt ?? lastBuilt, runId],
         );
-        await refreshAllPipelinesViews(wh);
         failpoint('lake.before-commit');
         const snap = await wh.one<{ id: bigint }>(`select id from ${L}.current_snapshot()`);
         return { schema, snapshotId: Number(snap?.id ?? -1), events: Number(appended?.n ?? 0), models: replace, merged, streams: moved, unchanged: false };
       });
     } catch (err) {
-      if (err instanceof LockError) throw err;
-      if (CONFLICT_RE.test(fullMessage(err))) throw lockError(schema, 'another publisher committed to it while this one ran', err);
-      if (err instanceof ConfigError) throw err;
-      throw new WarehouseError(`publishing to the lake failed: ${redactLake(firstLine(err))}`, {
-        cause: err,
-        hint: 'nothing of this publish is in the lake; the next run publishes the same delta again',
-      });
+      throw publishFailure(err, schema);
     }
     // The committed snapshot: current_snapshot() inside the transaction is the one before it.
     const { unchanged, ...done } = result;
     const snap = unchanged ? undefined : await wh.one<{ id: bigint }>(`select max(snapshot_id) as id from ${L}.snapshots() where commit_message = ?`, [`publish ${schema} run ${runId}`]);
+    // The views, in a session of their own (their names must not meet the warehouse's catalog).
+    await refreshAllPipelinesViews(wh, { lake: opts.lake, dataPath: opts.dataPath, env, logger, schema, runId });
     const compacted = unchanged ? false : await compactRawEvents(wh, schema, logger);
     const out: PublishResult = { ...done, snapshotId: Number(snap?.id ?? done.snapshotId), compacted, durationMs: Date.now() - started };
     logger.info({ schema, snapshotId: out.snapshotId, events: out.events, models: out.models.length, streams: out.streams, compacted, durationMs: out.durationMs }, 'published to the lake');
@@ -254,6 +366,38 @@ export async function publishToLake(opts: PublishOptions): Promise<PublishResult
   } finally {
     await detachLake(wh);
   }
+}
+
+/**
+ * @throws {ConfigError} not a valid pipeline schema ({@link LAKE_SCHEMA_RE}, not one of {@link RESERVED_SCHEMAS}; exit 2)
+ */
+function checkSchemaName(schema: string): void {
+  if (LAKE_SCHEMA_RE.test(schema) && !RESERVED_SCHEMAS.includes(schema)) return;
+  throw new ConfigError(`--lake-schema (RECRUIT_ETL_LAKE_SCHEMA): ${JSON.stringify(schema.slice(0, 80))} must be lower-case letters, digits and _ (starting with a letter), not ${RESERVED_SCHEMAS.join(', ')}`, {
+    hint: 'the default is the --environment label in lower case: give --lake-schema',
+  });
+}
+
+/**
+ * Take the schema's advisory lock on the catalog's PostgreSQL, inside the publish's transaction.
+ * @throws {LockError} another publisher holds it (exit 5)
+ */
+async function lockSchema(wh: Warehouse, schema: string): Promise<void> {
+  const got = await wh.one<{ got: boolean }>(
+    `select got from postgres_query('${LAKE_ALIAS}_pg', ${sqlString(`select pg_try_advisory_xact_lock(hashtext('recruit-etl publish ${schema}')) as got`)})`,
+  );
+  if (got?.got !== true) throw lockError(schema, 'another publisher holds it now');
+}
+
+/** The error a failed publish transaction ends with: a lock or conflict is exit 5, a refusal of ours stays, the rest exit 7. */
+function publishFailure(err: unknown, schema: string): Error {
+  if (err instanceof LockError) return err;
+  if (CONFLICT_RE.test(fullMessage(err))) return lockError(schema, 'another publisher committed to it while this one ran', err);
+  if (err instanceof ConfigError) return err;
+  return new WarehouseError(`publishing to the lake failed: ${redactLake(firstLine(err))}`, {
+    cause: err,
+    hint: 'nothing of this publish is in the lake; the next run publishes the same delta again',
+  });
 }
 
 function lockError(schema: string, why: string, cause?: unknown): LockError {
@@ -310,30 +454,120 @@ async function writeModel(wh: Warehouse, schema: string, m: string, key: readonl
   return true;
 }
 
+/** Who publishes: the warehouse's identity (docs/lakehouse.md "One schema, one pipeline"). */
+export interface PipelineIdentity {
+  /** `wh_` + 16 hex digits of a SHA-256 of the instant the warehouse file was created (its first migration): kept by copies and restores of the file, new for a new file. */
+  warehouseId: string;
+  /** The warehouse file's path (messages only). */
+  warehouseFile: string;
+  /** The `--environment` label as given. */
+  environment: string;
+  /** This warehouse's stream ids. */
+  streams: string[];
+}
+
+/** The identity of the warehouse `wh` (read in the job's own session). */
+export async function warehouseIdentity(wh: Warehouse, environment: string | undefined): Promise<PipelineIdentity> {
+  const created = await wh.one<{ us: bigint | null }>('select epoch_us(min(applied_at)) as us from etl.schema_migrations');
+  const streams = (await wh.all<{ stream_id: string }>('select stream_id from etl.streams order by created_at, stream_id')).map((r) => r.stream_id);
+  const warehouseId = `wh_${createHash('sha256').update(`recruit-etl warehouse ${String(created?.us ?? 0n)}`).digest('hex').slice(0, 16)}`;
+  return { warehouseId, warehouseFile: wh.path, environment: environment ?? '', streams };
+}
+
 /**
- * (Re)create the views of {@link ALL_PIPELINES_SCHEMA}: for each table name of any pipeline
- * schema, `UNION ALL BY NAME` over the pipelines that have it, with a `pipeline` column. A
- * view is written only when a pipeline is missing from it, so that publishes of established
- * pipelines never touch the shared schema (and never conflict there).
+ * Check that the pipeline's schema is this warehouse's, and record it when the schema is new
+ * (inside the publish's transaction, under its lock). A schema published by an earlier build
+ * (no {@link LAKE_PIPELINE} table) is claimed when every stream it holds is one of this
+ * warehouse's. With `moved`, this warehouse takes the schema over.
+ * @throws {ConfigError} the schema is another warehouse's (exit 2): nothing written
  */
-async function refreshAllPipelinesViews(wh: Warehouse): Promise<void> {
+async function claimSchema(wh: Warehouse, schema: string, me: PipelineIdentity, moved: boolean, runId: string, logger: Logger): Promise<void> {
+  const S = `${LAKE_ALIAS}.${ident(schema)}`;
+  const has = async (table: string): Promise<boolean> =>
+    Number((await wh.one<{ n: bigint }>(`select count(*) as n from duckdb_tables() where database_name = '${LAKE_ALIAS}' and lower(schema_name) = ? and table_name = ?`, [schema, table]))?.n ?? 0) > 0;
+  let owner: { warehouse_id: string; warehouse_file: string; environment: string; claimed_at: string } | undefined;
+  let foreign: string[] = [];
+  if (await has(LAKE_PIPELINE)) {
+    owner = await wh.one(`select warehouse_id, warehouse_file, environment, claimed_at::varchar as claimed_at from ${S}.${LAKE_PIPELINE} order by claimed_at desc limit 1`);
+    if (owner?.warehouse_id === me.warehouseId) return;
+  } else if (await has(LAKE_WATERMARKS)) {
+    const theirs = (await wh.all<{ stream_id: string }>(`select stream_id from ${S}.${LAKE_WATERMARKS}`)).map((r) => r.stream_id);
+    foreign = theirs.filter((s) => !me.streams.includes(s));
+  }
+  const someoneElse = owner !== undefined || foreign.length > 0;
+  if (someoneElse && !moved) {
+    const who = owner !== undefined ? `the warehouse ${owner.warehouse_file} (environment ${JSON.stringify(owner.environment)}, since ${owner.claimed_at})` : `another warehouse (streams ${foreign.slice(0, 3).join(', ')})`;
+    throw new ConfigError(`the lake schema ${schema} belongs to another pipeline: ${who}; this warehouse ${me.warehouseFile} (environment ${JSON.stringify(me.environment)}) would mix its data into it`, {
+      hint: 'give this pipeline its own schema (--lake-schema, or another --environment); if this warehouse replaces that one (the same pipeline moved or rebuilt), publish once with --lake-pipeline-moved',
+    });
+  }
+  if (someoneElse) logger.warn({ schema, previous: owner?.warehouse_id ?? null }, 'the lake schema now belongs to this warehouse (--lake-pipeline-moved)');
+  if (!(await has(LAKE_PIPELINE))) await wh.run(`create table ${S}.${LAKE_PIPELINE} (warehouse_id varchar, warehouse_file varchar, environment varchar, claimed_at timestamptz, run_id varchar)`);
+  await wh.run(`delete from ${S}.${LAKE_PIPELINE}`);
+  await wh.run(`insert into ${S}.${LAKE_PIPELINE} values (?, ?, ?, now(), ?)`, [me.warehouseId, me.warehouseFile, me.environment, runId]);
+}
+
+/**
+ * The statements that (re)create the views of {@link ALL_PIPELINES_SCHEMA}: for each table
+ * name of any pipeline schema, `UNION ALL BY NAME` over the pipelines that have it, with a
+ * `pipeline` column. A view is written only when a pipeline is missing from it, so that
+ * publishes of established pipelines never touch the shared schema.
+ */
+async function pendingViews(wh: Warehouse): Promise<string[]> {
   const L = LAKE_ALIAS;
   const tables = await wh.all<{ schema_name: string; table_name: string }>(
     `select t.schema_name, t.table_name from duckdb_tables() t
       where t.database_name = '${L}' and t.schema_name <> '${ALL_PIPELINES_SCHEMA}'
         and t.schema_name in (select schema_name from duckdb_tables() where database_name = '${L}' and table_name = '${LAKE_WATERMARKS}')
-        and t.table_name <> '${LAKE_WATERMARKS}'
+        and t.table_name not in ('${LAKE_WATERMARKS}', '${LAKE_PIPELINE}')
       order by 2, 1`,
   );
   const views = new Map((await wh.all<{ view_name: string; sql: string }>(`select view_name, sql from duckdb_views() where database_name = '${L}' and schema_name = '${ALL_PIPELINES_SCHEMA}'`)).map((v) => [v.view_name, v.sql]));
   const byTable = new Map<string, string[]>();
   for (const t of tables) byTable.set(t.table_name, [...(byTable.get(t.table_name) ?? []), t.schema_name]);
+  const out: string[] = [];
   for (const [table, schemas] of byTable) {
     const existing = views.get(table);
     const marker = (s: string): string => `'${s}' AS pipeline`;
     if (existing !== undefined && schemas.every((s) => existing.includes(marker(s)))) continue;
     const body = schemas.map((s) => `SELECT ${marker(s)}, * FROM ${ident(s)}.${ident(table)}`).join(' UNION ALL BY NAME ');
-    await wh.run(`create or replace view ${L}.${ALL_PIPELINES_SCHEMA}.${ident(table)} as ${body}`);
+    out.push(`create or replace view ${L}.${ALL_PIPELINES_SCHEMA}.${ident(table)} as ${body}`);
+  }
+  return out;
+}
+
+/**
+ * Bring the views of {@link ALL_PIPELINES_SCHEMA} up to date, after the publish committed. The
+ * views name `schema.table` only (readers attach the lake under any alias), and DuckDB binds a
+ * view when it is created: in the job's session a schema named like the warehouse's catalog
+ * (`production` in `production.duckdb`) would be ambiguous. So the views are written from a
+ * session of their own, an in-memory DuckDB whose only catalogs are `memory`, `system`,
+ * `temp` ({@link RESERVED_SCHEMAS}) and the lake. Best effort: a failure (a race with another
+ * pipeline's publish) is logged and the next publish writes what is missing.
+ */
+async function refreshAllPipelinesViews(
+  wh: Warehouse,
+  o: { lake: string; dataPath: string | undefined; env: Readonly<Record<string, string | undefined>>; logger: Logger; schema: string; runId: string },
+): Promise<void> {
+  let side: Warehouse | undefined;
+  try {
+    const statements = await pendingViews(wh);
+    if (statements.length === 0) return;
+    side = await Warehouse.open(':memory:');
+    await attachLake(side, o.lake, o.dataPath, o.env);
+    const s = side;
+    await s.transaction(async () => {
+      await s.run(`call ${LAKE_ALIAS}.set_commit_message('recruit-etl', ${sqlString(`all_pipelines views after publish ${o.schema} run ${o.runId}`)})`);
+      for (const sql of statements) await s.run(sql);
+    });
+    o.logger.info({ views: statements.length }, 'all_pipelines views written');
+  } catch (err) {
+    o.logger.warn({ err: { message: redactLake(firstLine(err)) } }, 'writing the all_pipelines views failed; the next publish writes them');
+  } finally {
+    if (side !== undefined) {
+      await detachLake(side);
+      await side.close();
+    }
   }
 }
 

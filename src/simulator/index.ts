@@ -17,6 +17,7 @@ import { ConfigError } from '../errors.js';
 import { silentLogger } from '../log/logger.js';
 import { EventStore } from './eventStore.js';
 import { FaultRegistry, parseFaultSpec, validateFaultRule, type FaultController, type FaultRule } from './faults.js';
+import { JwtVerifier } from './jwtIssuer.js';
 import { Rng } from './prng.js';
 import { MockApiOptionsSchema, type MockApiOptions, type ResolvedMockApiOptions } from './options.js';
 import { MockServer, type MockApiStats, type ServerSettings } from './server.js';
@@ -218,6 +219,7 @@ export async function startMockApi(options: MockApiOptions = {}): Promise<MockAp
     allowedOrigins: opts.allowedOrigins,
   };
   let server: MockServer | undefined;
+  const verifier = opts.trustedIssuer !== undefined ? await JwtVerifier.load(opts.trustedIssuer, opts.audience, now) : undefined;
   const faults = new FaultRegistry({
     revokeTokens: () => server?.revokeTokens(),
     setTokenLifetime: (s) => {
@@ -226,7 +228,7 @@ export async function startMockApi(options: MockApiOptions = {}): Promise<MockAp
     },
     now,
   });
-  server = new MockServer(settings, store, sites, () => visible, faults, logger, now);
+  server = new MockServer(settings, store, sites, () => visible, faults, logger, now, verifier);
   opts.port = await server.listen();
   for (const r of faultRules) faults.add(r);
   logger.info(

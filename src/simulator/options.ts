@@ -59,6 +59,13 @@ export const MockApiOptionsSchema = z
     clientId: z.string().min(1).default('demo-client-id').describe('accepted client_id'),
     clientSecret: z.string().min(1).default('demo-client-secret').describe('accepted client_secret (demo value; not a real secret)'),
     audience: z.string().min(1).default('https://reporting.example-recruit.test').describe('accepted audience; another audience gets 403'),
+    trustedIssuer: z
+      .object({
+        issuer: flag(z.string().min(1).describe('also accept JWT bearer tokens whose iss is this issuer (another token server)'), { flag: 'trusted-issuer' }),
+        jwksUri: flag(z.string().regex(/^https?:\/\//, 'must be an http(s) URL').describe("that issuer's JWKS URL; its keys are fetched once at start"), { flag: 'trusted-jwks-uri' }),
+      })
+      .optional()
+      .describe('also accept JWT access tokens of another token server, signed by a key of its JWKS, for --audience, not expired (default: only tokens of /oauth/token)'),
     tokenLifetimeSeconds: flag(int(1).default(3600).describe('token lifetime in seconds (expires_in)'), { flag: 'token-lifetime' }),
     defaultLimit: int(1).default(100).describe('page size when no limit is sent'),
     maxLimit: int(1).default(1000).describe('largest page size; larger limits are clamped'),

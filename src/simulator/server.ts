@@ -14,6 +14,7 @@ import { EventsEndpoint } from './eventsEndpoint.js';
 import type { FaultEndpoint, FaultRegistry } from './faults.js';
 import { errorBody, methodNotAllowed, send, type EndpointContext, type MockApiStats, type Prepared, type RequestLogEntry, type ServerSettings } from './http.js';
 import { SITES_PATH, SitesEndpoint } from './sitesEndpoint.js';
+import type { JwtVerifier } from './jwtIssuer.js';
 import { TokenEndpoint } from './tokenEndpoint.js';
 import { applyTransportFault, type TransportIo } from './transport.js';
 import type { SiteRecord } from './types.js';
@@ -50,6 +51,7 @@ export class MockServer implements EndpointContext {
    * @param sites site-list records per trial id
    * @param visible how many events (a prefix of `store`) are served now
    * @param now clock in epoch ms (token expiry, log durations)
+   * @param verifier accepts the JWTs of a trusted issuer too (`trustedIssuer`)
    */
   constructor(
     readonly settings: ServerSettings,
@@ -59,8 +61,9 @@ export class MockServer implements EndpointContext {
     readonly faults: FaultRegistry,
     private readonly logger: Logger,
     readonly now: () => number,
+    verifier?: JwtVerifier,
   ) {
-    this.token = new TokenEndpoint(this);
+    this.token = new TokenEndpoint(this, verifier);
     this.sites = new SitesEndpoint(this, sites);
     this.events = new EventsEndpoint(this, store, visible, this.token);
     this.io = {

@@ -8,6 +8,7 @@
 import { createHmac, randomBytes } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { BadTokenVariant } from './faults.js';
+import type { JwtVerifier } from './jwtIssuer.js';
 import { errorBody, jsonBody, send, type EndpointContext, type Prepared } from './http.js';
 
 /** A token request that parsed, before the grant. */
@@ -49,14 +50,28 @@ async function readBody(req: IncomingMessage, max: number): Promise<Buffer | und
   return Buffer.concat(chunks);
 }
 
+/** Most tokens of a trusted issuer remembered as accepted, or as revoked. */
+const MAX_FOREIGN_TOKENS = 1024;
+
 /** The token endpoint and the tokens it issued. */
 export class TokenEndpoint {
   /** Issued tokens → expiry, epoch ms. */
   private tokens = new Map<string, number>();
   private tokenSerial = 0;
   private readonly signingKey = randomBytes(32);
+  /** Tokens of the trusted issuer accepted since the last revocation. */
+  private readonly foreignAccepted = new Set<string>();
+  /** Tokens of the trusted issuer revoked by `revokeTokens` (they stay refused). */
+  private readonly foreignRevoked = new Set<string>();
 
-  constructor(private readonly ctx: EndpointContext) {}
+  /**
+   * @param verifier when given, a bearer token this endpoint did not issue is accepted if it
+   *   verifies there (a JWT of the trusted issuer, see jwtIssuer.ts)
+   */
+  constructor(
+    private readonly ctx: EndpointContext,
+    private readonly verifier?: JwtVerifier,
+  ) {}
 
   /** Answers one `POST /oauth/token`. */
   async handle(req: IncomingMessage, res: ServerResponse, path: string): Promise<void> {
@@ -82,7 +97,7 @@ export class TokenEndpoint {
     const m = /^Bearer +(\S+)\s*$/i.exec(h);
     if (!m) return false;
     const exp = this.tokens.get(m[1]!);
-    if (exp === undefined) return false;
+    if (exp === undefined) return this.foreignAuthorized(m[1]!);
     if (this.ctx.now() >= exp) {
       this.tokens.delete(m[1]!);
       return false;
@@ -90,9 +105,18 @@ export class TokenEndpoint {
     return true;
   }
 
-  /** Invalidates every token issued so far (later calls get 401). */
+  /** Invalidates every token issued (or accepted from the trusted issuer) so far (later calls get 401). */
   revokeTokens(): void {
     this.tokens = new Map();
+    for (const t of this.foreignAccepted) remember(this.foreignRevoked, t);
+    this.foreignAccepted.clear();
+  }
+
+  /** A token of the trusted issuer: valid there, and not revoked here. */
+  private foreignAuthorized(token: string): boolean {
+    if (this.verifier === undefined || this.foreignRevoked.has(token) || !this.verifier.verify(token)) return false;
+    remember(this.foreignAccepted, token);
+    return true;
   }
 
   private parseTokenRequest(req: IncomingMessage, body: Buffer | undefined): TokenRequest | Prepared {
@@ -107,7 +131,7 @@ export class TokenEndpoint {
       return errorBody(400, 'invalid_request', 'body must be a JSON object');
     }
     if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) return errorBody(400, 'invalid_request', 'body must be a JSON object');
-    const o = parsed as Record<string, unknown>;
+    const o = { ...basicCredentials(req), ...(parsed as Record<string, unknown>) };
     const refuse = (refusal: Prepared): TokenRequest => ({ fields: o, refusal });
     for (const f of ['client_id', 'client_secret', 'audience', 'grant_type']) {
       const v = o[f];
@@ -158,4 +182,25 @@ function echoSecret(fields: Record<string, unknown>): Prepared {
   const id = text(fields['client_id']);
   const secret = text(fields['client_secret']);
   return errorBody(400, `invalid_client: ${secret}`, `client ${id} with secret ${secret} refused`);
+}
+
+/** Adds `token` to `set`, dropping the oldest entry beyond {@link MAX_FOREIGN_TOKENS}. */
+function remember(set: Set<string>, token: string): void {
+  set.delete(token);
+  set.add(token);
+  if (set.size > MAX_FOREIGN_TOKENS) set.delete(set.values().next().value!);
+}
+
+/**
+ * `client_id` and `client_secret` of an `Authorization: Basic` header (RFC 6749 §2.3.1: both
+ * form-urlencoded before base64), or nothing. Fields in the body win over the header.
+ */
+function basicCredentials(req: IncomingMessage): Record<string, string> {
+  const m = /^Basic +([A-Za-z0-9+/]+=*)\s*$/i.exec(String(req.headers.authorization ?? ''));
+  if (!m) return {};
+  const pair = Buffer.from(m[1]!, 'base64').toString('utf8');
+  const colon = pair.indexOf(':');
+  if (colon < 0) return {};
+  const decode = (v: string): string => new URLSearchParams(`v=${v}`).get('v') ?? '';
+  return { client_id: decode(pair.slice(0, colon)), client_secret: decode(pair.slice(colon + 1)) };
 }

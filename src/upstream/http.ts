@@ -313,6 +313,11 @@ export class HttpClient {
     });
   }
 
+  /** POST a body serialised by the caller with the caller's headers (`content-type` among them), retried as {@link HttpClient.postJson}; the body is never logged. */
+  postText<T = never>(url: string, body: string, headers: Record<string, string>, opts: RequestOptions<T> = {}): Promise<HttpResponse<T>> {
+    return this.send({ method: 'POST', url, headers, body, maxAttempts: this.policy.maxPostAttempts, opts });
+  }
+
   /** Closes the agent this client created (waits for requests in flight); an injected dispatcher is left open. */
   async close(): Promise<void> {
     if (this.ownsDispatcher) await this.dispatcher.close();

@@ -173,6 +173,38 @@ export class StreamStore {
   }
 
   /**
+   * Retire a stream for good (docs/contracts.md "Streams"): the extract no longer pages it and
+   * `status` no longer counts it; its rows stay, and so do the models built from them. A run
+   * whose filter and origin are the stream's makes it active again, with its stored cursor
+   * ({@link activate}). A stream that has received a page (it holds a cursor or rows) is
+   * retired only when `confirmed` (`--yes`): one that never did (a mistyped `--base-url`)
+   * costs nothing to retire.
+   *
+   * @returns the stream as it now is, and whether it was already retired
+   * @throws {ConfigError} no stream has this id, or it has received pages and `confirmed` is false (exit 2)
+   */
+  async retire(streamId: string, confirmed: boolean): Promise<{ state: StreamState; already: boolean }> {
+    return this.wh.transaction(async () => {
+      const old = await this.get(streamId);
+      if (!old) throw new ConfigError(`no stream ${streamId} in this warehouse`, { hint: 'list the streams with `recruit-etl streams`' });
+      if (old.status === 'retired') return { state: old, already: true };
+      const received = old.nextPage !== null || old.eventCount > 0;
+      if (received && !confirmed) {
+        throw new ConfigError(`stream ${streamId} has received pages (${old.eventCount} events); retiring it stops paging it`, {
+          hint: 'its rows stay; run again with --yes to retire it',
+        });
+      }
+      await this.wh.run(
+        "update etl.streams set status = 'retired', retired_at = now(), updated_at = now() where stream_id = ?",
+        [streamId],
+      );
+      const state = await this.get(streamId);
+      if (!state) throw new Error(`stream ${streamId} vanished`);
+      return { state, already: false };
+    });
+  }
+
+  /**
    * Store the cursor after a committed batch. Call inside the same transaction as the
    * batch's rows (docs/contracts.md guarantee 1).
    */

@@ -11,7 +11,7 @@ import { dirname, join, resolve } from 'node:path';
 import { DuckDBConnection, DuckDBInstance, type DuckDBValue } from '@duckdb/node-api';
 import { LockError, WarehouseError } from '../errors.js';
 import { type Logger, silentLogger } from '../log/logger.js';
-import { WAREHOUSE_SQL_DIR } from '../paths.js';
+import { PACKAGE_ROOT, WAREHOUSE_SQL_DIR } from '../paths.js';
 
 /** Options of {@link Warehouse.open}. */
 export interface WarehouseOptions {
@@ -439,32 +439,67 @@ export class Warehouse {
 
   /**
    * Apply the numbered migrations of `sql/warehouse/` that are not yet recorded in
-   * `etl.schema_migrations`, each in its own transaction.
-   * @throws {WarehouseError}
+   * `etl.schema_migrations`, each in its own transaction, recording the build
+   * ({@link BUILD_VERSION}) that applied each one.
+   *
+   * A warehouse holding a migration this build does not know was written by a newer build:
+   * it is refused before anything is written (docs/contracts.md "Warehouse tables").
+   * @throws {WarehouseError} a newer build's warehouse (exit 7), or a DuckDB failure
    */
   async migrate(dir: string = WAREHOUSE_SQL_DIR): Promise<string[]> {
+    const unknown = await this.unknownMigrations(dir);
+    if (unknown.length > 0) throw newerWarehouseError(this.path, unknown, dir);
     await this.run(
-      'create schema if not exists etl; create table if not exists etl.schema_migrations (version integer primary key, name varchar not null, applied_at timestamptz not null)',
+      'create schema if not exists etl; create table if not exists etl.schema_migrations (version integer primary key, name varchar not null, applied_at timestamptz not null, build varchar)',
     );
     const applied = new Set(
       (await this.all<{ version: number }>('select version from etl.schema_migrations')).map((r) => r.version),
     );
-    const files = readdirSync(dir)
-      .filter((f) => /^\d+_.*\.sql$/.test(f))
-      .sort();
     const done: string[] = [];
-    for (const file of files) {
+    for (const file of migrationFiles(dir)) {
       const version = Number.parseInt(file, 10);
       if (applied.has(version)) continue;
       const sql = readFileSync(join(dir, file), 'utf8');
       await this.transaction(async () => {
         await this.run(sql);
-        await this.run('insert into etl.schema_migrations values (?, ?, now())', [version, file]);
+        await this.run('insert into etl.schema_migrations (version, name, applied_at) values (?, ?, now())', [version, file]);
+        if (await this.hasBuildColumn()) {
+          await this.run('update etl.schema_migrations set build = ? where version = ?', [BUILD_VERSION, version]);
+        }
       });
       done.push(file);
     }
-    if (done.length > 0) this.logger.info({ migrations: done }, 'warehouse migrated');
+    if (done.length > 0) this.logger.info({ migrations: done, build: BUILD_VERSION }, 'warehouse migrated');
     return done;
+  }
+
+  /**
+   * The migrations recorded in `etl.schema_migrations` that `sql/warehouse/` of this build does
+   * not hold (a newer build applied them), oldest first; empty for a new or a known warehouse.
+   * Reads only: safe on a read-only handle (`status` warns with {@link newerWarehouseMessage}).
+   * @throws {WarehouseError}
+   */
+  async unknownMigrations(dir: string = WAREHOUSE_SQL_DIR): Promise<AppliedMigration[]> {
+    const exists = await this.one<{ n: bigint }>(
+      "select count(*) as n from duckdb_tables() where database_name = current_database() and schema_name = 'etl' and table_name = 'schema_migrations'",
+    );
+    if ((exists?.n ?? 0n) === 0n) return [];
+    const known = new Set(migrationFiles(dir).map((f) => Number.parseInt(f, 10)));
+    const build = (await this.hasBuildColumn()) ? 'build' : 'null';
+    const rows = await this.all<{ version: number; name: string; build: string | null; applied_at: string }>(
+      `select version, name, ${build} as build, strftime(applied_at, '%Y-%m-%dT%H:%M:%SZ') as applied_at
+       from etl.schema_migrations order by version`,
+    );
+    return rows
+      .filter((r) => !known.has(r.version))
+      .map((r) => ({ version: r.version, name: r.name, build: r.build, appliedAt: r.applied_at }));
+  }
+
+  private async hasBuildColumn(): Promise<boolean> {
+    const r = await this.one<{ n: bigint }>(
+      "select count(*) as n from duckdb_columns() where database_name = current_database() and schema_name = 'etl' and table_name = 'schema_migrations' and column_name = 'build'",
+    );
+    return (r?.n ?? 0n) > 0n;
   }
 
   /** `CHECKPOINT`: fold the WAL into the file (end of a good run; docs/architecture.md "DuckDB"). */
@@ -515,6 +550,60 @@ export class Warehouse {
       this.instance.closeSync();
     }
   }
+}
+
+/** One row of `etl.schema_migrations`: a migration a build applied to the warehouse. */
+export interface AppliedMigration {
+  version: number;
+  /** The migration's file name, e.g. `008_schema_migrations_build.sql`. */
+  name: string;
+  /** `package.json` version of the build that applied it; null before builds were recorded (migration 008). */
+  build: string | null;
+  /** When it was applied, ISO 8601 UTC. */
+  appliedAt: string;
+}
+
+/**
+ * The `package.json` version of this build, recorded with each migration it applies
+ * (`etl.schema_migrations.build`) and named when a newer build's warehouse is refused.
+ */
+export const BUILD_VERSION: string = readBuildVersion();
+
+function readBuildVersion(): string {
+  try {
+    const pkg = JSON.parse(readFileSync(join(PACKAGE_ROOT, 'package.json'), 'utf8')) as { version?: unknown };
+    return typeof pkg.version === 'string' ? pkg.version : 'unknown';
+  } catch {
+    return 'unknown';
+  }
+}
+
+/** The numbered migration files of `dir` (`NNN_name.sql`), in order. */
+function migrationFiles(dir: string): string[] {
+  return readdirSync(dir)
+    .filter((f) => /^\d+_.*\.sql$/.test(f))
+    .sort();
+}
+
+/**
+ * What to say about a warehouse that a newer build migrated: the newest migration this build
+ * does not know, the build that applied it, and this build's own version and newest migration.
+ */
+export function newerWarehouseMessage(path: string, unknown: readonly AppliedMigration[], dir: string = WAREHOUSE_SQL_DIR): string {
+  const newest = unknown[unknown.length - 1]!;
+  // The file's own text: escaped and capped, like any value read from a file.
+  const quoted = (v: string, max: number): string => JSON.stringify(v).slice(1, -1).slice(0, max);
+  const by = newest.build === null ? 'a newer build' : `recruit-etl ${quoted(newest.build, 64)}`;
+  const ours = migrationFiles(dir).at(-1)?.replace(/\.sql$/, '') ?? 'none';
+  const names = quoted(newest.name, 120);
+  return `the warehouse ${path} is at schema version ${newest.version} (${names}, applied ${newest.appliedAt} by ${by}), ` +
+    `which this build (recruit-etl ${BUILD_VERSION}, newest migration ${ours}) does not know`;
+}
+
+function newerWarehouseError(path: string, unknown: readonly AppliedMigration[], dir: string): WarehouseError {
+  return new WarehouseError(newerWarehouseMessage(path, unknown, dir), {
+    hint: 'nothing was written; run the newer build against this warehouse, or restore a copy this build wrote (docs/contracts.md "Warehouse tables")',
+  });
 }
 
 /** Quote an SQL string literal (for paths in COPY / read_csv, which take no parameters). */

@@ -7,7 +7,7 @@
  *
  * @module
  */
-import type { Warehouse } from './Warehouse.js';
+import { newerWarehouseMessage, type Warehouse } from './Warehouse.js';
 
 /** Version of the `status --json` document (docs/contracts.md "status --json"). */
 export const STATUS_VERSION = 1;
@@ -19,6 +19,8 @@ export interface StreamStatus {
   /** `active` or `retired`. */
   status: string;
   environment: string;
+  /** The API origin the stream reads (`https://api.example.org`): streams that differ only by a mistyped `--base-url` differ here. */
+  origin: string;
   /** Rows on the stream (its last stream position). */
   events: number;
   /** Events of the stream stored in their quarantined form (`docs/ingest.md` "Quarantine"). */
@@ -92,6 +94,11 @@ export interface WarehouseStatus {
   source: 'live' | 'published copy';
   /** Why the status shows something other than the live file, if it does. */
   note?: string;
+  /**
+   * Present when a newer build migrated the warehouse (a schema version this build does not
+   * know): what wrote it. `status` still reads it (read-only); every writing command refuses it.
+   */
+  warning?: string;
   freshness: Freshness;
   streams: StreamStatus[];
   runs: RunStatusLine[];
@@ -166,16 +173,18 @@ export async function readStatus(wh: Warehouse, runs = 10): Promise<WarehouseSta
     dataQuality: null,
     rows: {},
   };
+  const unknown = await wh.unknownMigrations();
+  if (unknown.length > 0) status.warning = `${newerWarehouseMessage(wh.path, unknown)}; read-only: every writing command refuses it`;
   if (!(await tableExists(wh, 'etl', 'streams'))) return status;
   const quarantined = (await tableExists(wh, 'raw', 'quarantined_events'))
     ? '(select count(*) from raw.quarantined_events q where q.stream_id = s.stream_id)'
     : '0';
   const streams = await wh.all<{
-    stream_id: string; name: string; status: string; environment: string; event_count: bigint;
+    stream_id: string; name: string; status: string; environment: string; api_origin: string; event_count: bigint;
     has_next_page: boolean | null; age: number | null; last_polled_at: string | null; quarantined: bigint | null;
     transformed: bigint | null;
   }>(
-    `select stream_id, name, status, environment, event_count, has_next_page, ${quarantined} as quarantined,
+    `select stream_id, name, status, environment, api_origin, event_count, has_next_page, ${quarantined} as quarantined,
             ${(await tableExists(wh, 'etl', 'transform_watermarks')) ? '(select max(w.stream_position) from etl.transform_watermarks w where w.stream_id = s.stream_id)' : 'null'} as transformed,
             epoch(now() - last_polled_at)::double as age, strftime(last_polled_at, ${ISO}) as last_polled_at
      from etl.streams s order by status, created_at desc`,
@@ -185,6 +194,7 @@ export async function readStatus(wh: Warehouse, runs = 10): Promise<WarehouseSta
     name: s.name,
     status: s.status,
     environment: s.environment,
+    origin: s.api_origin,
     events: Number(s.event_count),
     quarantined: Number(s.quarantined ?? 0),
     hasNextPage: s.has_next_page,

@@ -54,8 +54,9 @@ describe('recruit-etl status', () => {
     expect(s.freshness.cursorAgeSeconds).toBeGreaterThanOrEqual(0);
 
     expect(s.streams).toHaveLength(1);
-    expect(keys(s.streams[0]!)).toEqual(['cursorAgeSeconds', 'cursorState', 'environment', 'events', 'hasNextPage', 'lastPolledAt', 'name', 'quarantined', 'status', 'streamId', 'transformedPosition']);
+    expect(keys(s.streams[0]!)).toEqual(['cursorAgeSeconds', 'cursorState', 'environment', 'events', 'hasNextPage', 'lastPolledAt', 'name', 'origin', 'quarantined', 'status', 'streamId', 'transformedPosition']);
     expect(s.streams[0]!.cursorState).toBe('caught up');
+    expect(s.streams[0]!.origin).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
 
     expect(s.runs).toHaveLength(1);
     const run = s.runs[0]!;

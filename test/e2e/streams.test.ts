@@ -15,7 +15,9 @@ import { tempDir } from '../helpers/tmp.js';
 
 interface StreamLine {
   streamId: string;
+  origin: string;
   status: string;
+  cursorState: string;
   events: number;
   transformedPosition: number | null;
 }
@@ -78,5 +80,49 @@ describe('streams: list and reset', () => {
     } finally {
       await wh.close();
     }
+  }, 180_000);
+
+  it('a mistyped --base-url left an "active, never polled" stream for ever: streams shows each origin, streams retire retires it; one with rows needs --yes', async () => {
+    const db = join(tmp.dir, 'retire.duckdb');
+    const env = envFor(api, db, { RECRUIT_ETL_EXPORT_DIR: join(tmp.dir, 'retire-exports') });
+    expect((await runCli(['run'], env)).code).toBe(0);
+    // The typo: a port nothing listens on. The run gives up at its deadline (exit 4).
+    const typo = 'http://127.0.0.1:1';
+    const bad = await runCli(['run', '--deadline', '2'], { ...env, RECRUIT_ETL_BASE_URL: typo });
+    expect(bad.code, bad.stderr).toBe(4);
+    const list = async (): Promise<StreamLine[]> => JSON.parse((await runCli(['streams', '--json'], env)).stdout) as StreamLine[];
+    const both = await list();
+    const good = both.find((s) => s.origin === new URL(api.baseUrl).origin)!;
+    const stale = both.find((s) => s.origin === typo)!;
+    expect(good).toMatchObject({ status: 'active', cursorState: 'caught up' });
+    expect(stale).toMatchObject({ status: 'active', cursorState: 'never polled', events: 0 });
+    const text = await runCli(['streams'], env);
+    expect(text.stdout).toMatch(/origin/);
+    expect(text.stdout).toContain(typo);
+
+    // A stream with rows needs --yes; nothing changes without it.
+    const refused = await runCli(['streams', 'retire', good.streamId], env);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toMatch(new RegExp(`stream ${good.streamId} has received pages \\(${good.events} events\\).*--yes`));
+    expect((await list()).find((s) => s.streamId === good.streamId)!.status).toBe('active');
+    expect((await runCli(['streams', 'retire', 'no-such-stream'], env)).code).toBe(2);
+
+    // The never-polled one is retired without confirmation; its line says so.
+    const retired = await runCli(['streams', 'retire', stale.streamId, '--json'], env);
+    expect(retired.code, retired.stderr).toBe(0);
+    expect(JSON.parse(retired.stdout)).toMatchObject({ streamId: stale.streamId, status: 'retired', origin: typo });
+    expect((await runCli(['streams', 'retire', stale.streamId], env)).code).toBe(0);
+
+    // With --yes the one with rows is retired; its rows stay. A run of its filter and origin makes it active again.
+    const yes = await runCli(['streams', 'retire', good.streamId, '--yes', '--json'], env);
+    expect(yes.code, yes.stderr).toBe(0);
+    expect(JSON.parse(yes.stdout)).toMatchObject({ streamId: good.streamId, status: 'retired', events: good.events });
+    const status = JSON.parse((await runCli(['status', '--json'], env)).stdout) as { rows: Record<string, number>; freshness: { cursorAgeSeconds: number | null } };
+    expect(status.rows['raw.events']).toBe(good.events);
+    expect(status.freshness.cursorAgeSeconds).toBeNull();
+    expect((await runCli(['run'], env)).code).toBe(0);
+    const after = await list();
+    expect(after.find((s) => s.streamId === good.streamId)).toMatchObject({ status: 'active', events: good.events });
+    expect(after.find((s) => s.streamId === stale.streamId)).toMatchObject({ status: 'retired' });
   }, 180_000);
 });

@@ -114,6 +114,20 @@ describe('token lifetime', () => {
   });
 });
 
+describe('token request formats against the simulator', () => {
+  it.each([
+    ['form', 'basic'],
+    ['json', 'basic'],
+    ['form', 'body'],
+  ])('--token-request-format %s --token-client-auth %s: one token, every event', async (format, clientAuth) => {
+    const db = freshDb();
+    const out = await extractOnce(api, db, { pageSize: PAGE, tokenRequestFormat: format, tokenClientAuth: clientAuth });
+    expect(out.exitCode, out.message).toBe(0);
+    expectExactly(await readDb(db), expected, api.truth.events);
+    expect(api.stats.tokensIssued).toBe(1);
+  });
+});
+
 describe('401 on the events endpoint', () => {
   it('a token revoked mid-run: one refresh, one retry, the run succeeds exactly', async () => {
     api.faults.add({ endpoint: 'events', kind: 'revokeTokens', after: 3 });
@@ -141,12 +155,16 @@ describe('401 on the events endpoint', () => {
 });
 
 describe('token endpoint failures', () => {
-  it.each([400, 401, 403])('token endpoint answers %i: exit 3 at once, not retried, nothing sent to the events endpoint', async (code) => {
+  it.each([
+    [400, 2, /token endpoint .* refused the token request as malformed \(HTTP 400 invalid_request: "simulated HTTP 400"\); check --token-request-format/],
+    [401, 3, /token endpoint refused the client credentials \(HTTP 401 access_denied: "simulated HTTP 401"\)/],
+    [403, 3, /token endpoint refused the client credentials \(HTTP 403 access_denied: "simulated HTTP 403"\)/],
+  ])('token endpoint answers %i: exit %i at once with its error and error_description, not retried, nothing sent to the events endpoint', async (code, exit, message) => {
     api.faults.add({ endpoint: 'token', kind: 'status', code, times: Infinity });
     const db = freshDb();
     const out = await extractOnce(api, db, { pageSize: PAGE });
-    expect(out.exitCode, out.message).toBe(3);
-    expect(out.message).toMatch(/token endpoint refused/);
+    expect(out.exitCode, out.message).toBe(exit);
+    expect(out.message).toMatch(message);
     expect(api.stats.tokenRequests).toBe(1);
     expect(api.stats.eventRequests).toBe(0);
     expectPrefix(await readDb(db), expected, 0, api.truth.events);

@@ -73,7 +73,8 @@ aggregated as (
         -- contact attempts
         count(*) filter (where is_contact_attempted) as contact_attempted,
         count(*) filter (where not is_contact_attempted) as never_attempted,
-        sum(contact_attempt_count) as contact_attempts,
+        -- a sum of integers is a HUGEINT in DuckDB (a DOUBLE in Parquet: 3.0 in BI tools): a count stays a BIGINT
+        cast(sum(contact_attempt_count) as bigint) as contact_attempts,
         quantile_cont(days_to_first_contact_attempt, 0.5) as median_days_to_first_contact_attempt,
         quantile_cont(days_to_first_contact_attempt, 0.9) as p90_days_to_first_contact_attempt,
         count(*) filter (where is_attempted_by_day_0) as attempted_by_day_0,
@@ -83,7 +84,7 @@ aggregated as (
         count(*) filter (where is_reached) as reached,
         count(*) filter (where is_contact_attempted and is_reached) as attempted_and_reached,
         count(*) filter (where attempts_until_reached is not null) as reached_by_attempt,
-        sum(attempts_until_reached) as attempts_until_reached_sum,
+        cast(sum(attempts_until_reached) as bigint) as attempts_until_reached_sum,
         count(*) filter (where is_unreachable_after_3_attempts) as unreachable_after_3_attempts,
         -- cycle times
         quantile_cont(days_to_screening, 0.5) as median_days_to_screening,

@@ -3,7 +3,8 @@
 -- (docs/models.md "mart_site_activity"): referrals received, acknowledged, first contact
 -- attempts, patients reached, stages first reached, enrolments and failures. Weeks without
 -- activity are rows of zeros from the site's first active week to the week of as_of_at, so
--- "which sites enrolled nobody in the last 4 weeks" is a sum over rows. Counts are additive:
+-- "which sites enrolled nobody in the last 4 weeks" is a sum over rows; a later week is a
+-- row only with activity (a future-dated event). Counts are additive:
 -- sum them over weeks, sites or trials. The monthly rollup is mart_site_activity_monthly.
 
 with
@@ -35,25 +36,28 @@ site_spans as (
         trial_id,
         site_id,
         min(activity_week) as first_week,
-        max(activity_week) as last_week,
     from weekly
     group by trial_id, site_id
 ),
 
 spine as (
-    -- Every week from the site's first active week to the week of as_of_at (or its last
-    -- active week, if later).
+    -- Every week from the site's first active week to the week of as_of_at (none when
+    -- that is later), then the weeks with activity after it: a future-dated event (a
+    -- mistyped 2062) is one sparse row of its own week, not a zero row for every week
+    -- up to it. dq_future_dated_events lists such events.
     select
         site_spans.trial_id,
         site_spans.site_id,
         cast(unnest(generate_series(
             cast(site_spans.first_week as timestamp),
-            cast(greatest(site_spans.last_week, cast(date_trunc('week', data_as_of.as_of_at) as date)) as timestamp),
+            cast(date_trunc('week', data_as_of.as_of_at) as timestamp),
             interval 7 day
         )) as date) as activity_week,
-        data_as_of.as_of_at,
     from site_spans
     cross join data_as_of
+    union
+    select trial_id, site_id, activity_week
+    from weekly
 ),
 
 final as (
@@ -77,9 +81,10 @@ final as (
         coalesce(weekly.pre_screen_failures, 0) as pre_screen_failures,
         coalesce(weekly.screen_failures, 0) as screen_failures,
         -- a week not over as of the data holds part of its activity only
-        cast(spine.activity_week + 7 as timestamp) <= spine.as_of_at as is_complete_week,
-        spine.as_of_at,
+        cast(spine.activity_week + 7 as timestamp) <= data_as_of.as_of_at as is_complete_week,
+        data_as_of.as_of_at,
     from spine
+    cross join data_as_of
     left join weekly
         on spine.trial_id = weekly.trial_id
         and spine.site_id is not distinct from weekly.site_id

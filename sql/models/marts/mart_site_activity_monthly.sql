@@ -2,7 +2,8 @@
 -- recruitment activity: the columns of mart_site_activity, each activity counted in the
 -- month of its own domain date (docs/models.md "mart_site_activity"). Counted from the
 -- activities themselves, not summed from weeks (an ISO week can straddle two months).
--- Months without activity are rows of zeros up to the month of as_of_at.
+-- Months without activity are rows of zeros up to the month of as_of_at; a later month is a
+-- row only with activity (a future-dated event).
 
 with
 
@@ -33,25 +34,28 @@ site_spans as (
         trial_id,
         site_id,
         min(activity_month) as first_month,
-        max(activity_month) as last_month,
     from monthly
     group by trial_id, site_id
 ),
 
 spine as (
-    -- Every month from the site's first active month to the month of as_of_at (or its
-    -- last active month, if later).
+    -- Every month from the site's first active month to the month of as_of_at (none when
+    -- that is later), then the months with activity after it: a future-dated event (a
+    -- mistyped 2062) is one sparse row of its own month, not a zero row for every month
+    -- up to it. dq_future_dated_events lists such events.
     select
         site_spans.trial_id,
         site_spans.site_id,
         cast(unnest(generate_series(
             cast(site_spans.first_month as timestamp),
-            cast(greatest(site_spans.last_month, cast(date_trunc('month', data_as_of.as_of_at) as date)) as timestamp),
+            cast(date_trunc('month', data_as_of.as_of_at) as timestamp),
             interval 1 month
         )) as date) as activity_month,
-        data_as_of.as_of_at,
     from site_spans
     cross join data_as_of
+    union
+    select trial_id, site_id, activity_month
+    from monthly
 ),
 
 final as (
@@ -75,9 +79,10 @@ final as (
         coalesce(monthly.pre_screen_failures, 0) as pre_screen_failures,
         coalesce(monthly.screen_failures, 0) as screen_failures,
         -- a month not over as of the data holds part of its activity only
-        spine.activity_month + interval 1 month <= spine.as_of_at as is_complete_month,
-        spine.as_of_at,
+        spine.activity_month + interval 1 month <= data_as_of.as_of_at as is_complete_month,
+        data_as_of.as_of_at,
     from spine
+    cross join data_as_of
     left join monthly
         on spine.trial_id = monthly.trial_id
         and spine.site_id is not distinct from monthly.site_id

@@ -4,6 +4,7 @@
  * `current`. Against a real DuckDB file and export folder in a temporary folder.
  */
 import { existsSync, linkSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeEach, describe, expect, test } from 'vitest';
 import { ExportError } from '../../../src/errors.js';
@@ -244,5 +245,81 @@ describe('exportParquet: the export set is atomic', () => {
       expect(readdirSync(join(dir, 'snapshots', `legacy-${OLD_RUN}`)).sort()).toEqual([...files([...MODELS, 'fct_gone']), 'manifest.json'].sort());
       for (const [f, ino] of Object.entries(inodes)) expect(statSync(join(dir, f)).ino, f).toBe(ino);
     });
+  });
+});
+
+describe('the export folder is ours, and only it', () => {
+  test('a restored export folder (current a real folder, as cp -rL leaves it) is adopted: it made every later export exit 7 EINVAL, for good', async () => {
+    await buildModels('run-1', 1);
+    await exportParquet({ wh, exportDir: dir, runId: 'run-1' });
+    // The restore: the folder copied with cp -rL (every symlink followed) and copied back.
+    const restored = join(tmp.dir, `restored-${n}`);
+    execFileSync('cp', ['-rL', dir, restored]);
+    execFileSync('rm', ['-rf', dir]);
+    execFileSync('mv', [restored, dir]);
+    expect(lstatSync(join(dir, 'current')).isDirectory()).toBe(true);
+    expect(lstatSync(join(dir, 'fct_visit.parquet')).isFile()).toBe(true);
+    const before = await readStable();
+
+    await buildModels('run-2', 2);
+    const m2 = await exportParquet({ wh, exportDir: dir, runId: 'run-2' });
+    expect(m2.runId).toBe('run-2');
+    expect(readlinkSync(join(dir, 'current'))).toBe('snapshots/run-2');
+    for (const f of [...files(MODELS), 'manifest.json']) expect(readlinkSync(join(dir, f)), f).toBe(`current/${f}`);
+    expect(await readStable()).toEqual(Object.fromEntries(files(MODELS).map((f) => [f, { runs: ['run-2'], rows: 2 }])));
+    // The restored set is kept as the previous snapshot, the same bytes.
+    expect(before).toEqual(Object.fromEntries(files(MODELS).map((f) => [f, { runs: ['run-1'], rows: 1 }])));
+    expect(readManifest(join(dir, 'snapshots', 'restored-run-2', 'manifest.json')).runId).toBe('run-1');
+
+    await buildModels('run-3', 3);
+    await exportParquet({ wh, exportDir: dir, runId: 'run-3' });
+    expect(snapshots()).toEqual(['run-2', 'run-3']);
+    expect(readlinkSync(join(dir, 'current'))).toBe('snapshots/run-3');
+  });
+
+  test('snapshots/ a symlink to a folder elsewhere is refused, naming the link: snapshots were written there and its own files deleted', async () => {
+    const elsewhere = join(tmp.dir, `elsewhere-${n}`);
+    mkdirSync(join(elsewhere, 'photos'), { recursive: true });
+    writeFileSync(join(elsewhere, 'photos', 'a.jpg'), 'mine');
+    writeFileSync(join(elsewhere, 'notes.txt'), 'mine too');
+    const past = new Date(Date.now() - 3600_000);
+    utimesSync(join(elsewhere, 'photos'), past, past);
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
+    symlinkSync(elsewhere, join(dir, 'snapshots'));
+    const listing = (): string[] => readdirSync(elsewhere, { recursive: true }).map(String).sort();
+    const was = listing();
+    const modeWas = statSync(elsewhere).mode;
+
+    await buildModels('run-1', 1);
+    const err = await exportParquet({ wh, exportDir: dir, runId: 'run-1' }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ExportError);
+    expect((err as ExportError).exitCode).toBe(7);
+    expect((err as ExportError).message).toContain(`${join(dir, 'snapshots')} is a symlink (to ${elsewhere})`);
+    expect(listing()).toEqual(was);
+    expect(statSync(elsewhere).mode).toBe(modeWas);
+    expect(readdirSync(dir)).toEqual(['snapshots']);
+  });
+
+  test('snapshot cleanup deletes only what an export writes: a folder, file or symlink of someone else in snapshots/ stays', async () => {
+    await buildModels('run-1', 1);
+    await exportParquet({ wh, exportDir: dir, runId: 'run-1' });
+    const root = join(dir, 'snapshots');
+    const outside = join(tmp.dir, `outside-${n}`);
+    mkdirSync(outside);
+    writeFileSync(join(outside, 'keep.parquet'), 'not ours');
+    mkdirSync(join(root, 'backup', 'nested'), { recursive: true });
+    writeFileSync(join(root, 'backup', 'nested', 'x.parquet'), 'not ours');
+    writeFileSync(join(root, 'README.txt'), 'not ours');
+    symlinkSync(outside, join(root, 'linked'));
+    const past = new Date(Date.now() - 3600_000);
+    for (const f of ['backup', 'README.txt']) utimesSync(join(root, f), past, past);
+
+    for (const run of ['run-2', 'run-3']) {
+      await buildModels(run, 2);
+      await exportParquet({ wh, exportDir: dir, runId: run });
+    }
+    expect(snapshots()).toEqual(['README.txt', 'backup', 'linked', 'run-2', 'run-3']);
+    expect(readdirSync(outside)).toEqual(['keep.parquet']);
+    expect(readFileSync(join(root, 'backup', 'nested', 'x.parquet'), 'utf8')).toBe('not ours');
   });
 });

@@ -108,9 +108,10 @@ describe('publish into a DuckLake on a private PostgreSQL (docs/lakehouse.md)', 
     expect(await n('select count(distinct (stream_id, stream_position)) as n from rl.alpha.raw_events')).toBe(mine.events);
     expect(Object.keys(mine.models).length).toBeGreaterThan(3);
     for (const [model, rows] of Object.entries(mine.models)) expect(await n(`select count(*) as n from rl.alpha."${model}"`), model).toBe(rows);
-    // The publish is one snapshot, named after the run.
-    const msg = await reader.one<{ m: string }>("select commit_message as m from rl.snapshots() order by snapshot_id desc limit 1");
-    expect(msg?.m).toMatch(/^publish alpha run /);
+    // The publish is one snapshot, named after the run; a new pipeline's views follow in one more.
+    const msgs = await reader.all<{ m: string }>('select commit_message as m from rl.snapshots() order by snapshot_id desc limit 2');
+    expect(msgs[1]?.m).toMatch(/^publish alpha run /);
+    expect(msgs[0]?.m).toMatch(/^all_pipelines views after publish alpha run /);
   });
 
   it('a reader holding a snapshot keeps reading it while a publish commits; time travel reaches it after', async () => {

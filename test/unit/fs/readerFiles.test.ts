@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { chmodSync, mkdirSync, readFileSync, readdirSync, statSync } from 'node:fs';
+import { chmodSync, lstatSync, mkdirSync, readFileSync, readdirSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ensureReaderDir, folderMode, formatMode, readerModes, writeReaderFile } from '../../../src/fs/readerFiles.js';
 import { tempDir } from '../../helpers/tmp.js';
@@ -44,5 +44,20 @@ describe('reader files and folders', () => {
     expect(mode(d)).toBe('0755');
     ensureReaderDir(d, readerModes(0o640), true);
     expect(mode(d)).toBe('0750');
+  });
+
+  it('writes nothing through a symlink: one at the temporary name or at the file itself is replaced, its target untouched (writes left the export folder)', () => {
+    tmp = tempDir();
+    const outside = join(tmp.dir, 'outside.txt');
+    writeFileSync(outside, 'not ours');
+    const dir = join(tmp.dir, 'exports');
+    mkdirSync(dir);
+    symlinkSync(outside, join(dir, `.report.html.${process.pid}.tmp`));
+    symlinkSync(outside, join(dir, 'report.html'));
+    writeReaderFile(join(dir, 'report.html'), '<html></html>', readerModes());
+    expect(readFileSync(outside, 'utf8')).toBe('not ours');
+    expect(lstatSync(join(dir, 'report.html')).isFile()).toBe(true);
+    expect(readFileSync(join(dir, 'report.html'), 'utf8')).toBe('<html></html>');
+    expect(readdirSync(dir)).toEqual(['report.html']);
   });
 });

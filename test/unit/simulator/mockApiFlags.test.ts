@@ -49,6 +49,13 @@ describe('mockApiOptionsFromFlags', () => {
     expect(mockApiOptionsFromFlags({})).toEqual({});
   });
 
+  it('--trusted-issuer and --trusted-jwks-uri make trustedIssuer; either alone is refused', () => {
+    expect(mockApiOptionsFromFlags({ trustedIssuer: 'http://127.0.0.1:9/', trustedJwksUri: 'http://127.0.0.1:9/jwks' })).toEqual({
+      trustedIssuer: { issuer: 'http://127.0.0.1:9/', jwksUri: 'http://127.0.0.1:9/jwks' },
+    });
+    expect(() => mockApiOptionsFromFlags({ trustedIssuer: 'http://127.0.0.1:9/' })).toThrow(ConfigError);
+  });
+
   it('refuses --grow-events alone and bad fault specs', () => {
     expect(() => mockApiOptionsFromFlags({ growEvents: 3 })).toThrow(ConfigError);
     expect(() => mockApiOptionsFromFlags({ fault: 'events:bogus' })).toThrow(ConfigError);
@@ -97,6 +104,8 @@ describe('one schema for options, defaults and flags', () => {
       ['--client-id', 'clientId', 'string', 'demo-client-id'],
       ['--client-secret', 'clientSecret', 'string', 'demo-client-secret'],
       ['--audience', 'audience', 'string', 'https://reporting.example-recruit.test'],
+      ['--trusted-issuer', 'trustedIssuer', 'string', undefined],
+      ['--trusted-jwks-uri', 'trustedJwksUri', 'string', undefined],
       ['--token-lifetime', 'tokenLifetime', 'number', 3600],
       ['--default-limit', 'defaultLimit', 'number', 100],
       ['--max-limit', 'maxLimit', 'number', 1000],
