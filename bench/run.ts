@@ -9,7 +9,8 @@
  *               cursor commits included), with its peak RSS (VmHWM);
  *   (steps 2 and 3 at each page size, 1,000 and 100 by default, each beside its own limit)
  *   4. transform and export on the result, and one typed scan of raw.events for scale;
- *   5. large pages: 30 legal pages of 16 MB (the response limit is 16 MiB) extracted, with the peak RSS;
+ *   5. large pages: 30 legal pages of 20 MB and one of 100 MB (1,000 events each: 20 KB and
+ *      100 KB events) extracted, each case with its peak RSS (target < 512 MiB);
  *   6. nightly: a `run` over a history of N events, then a night of 1 % more (with late
  *      statuses of old patients): each stage of that night's `run`, against the first run
  *      and a `transform --full-refresh` of the same history (docs/incremental.md);
@@ -20,12 +21,13 @@
  * their medians reported; the peak RSS is the highest of the extract's samples.
  *
  * Environment: BENCH_EVENTS (default 1,000,000; up to 10,000,000), BENCH_PAGE_SIZES
- * (`1000,100`), BENCH_LARGE_PAGES (30; 0 skips step 5), BENCH_LARGE_PAGE_BYTES (16,000,000),
+ * (`1000,100`), BENCH_LARGE (the cases of step 5, `<pages>x<bytes>` comma-separated; default
+ * `30x20000000,1x100000000`; `0` skips it), BENCH_LARGE_PAGE_SIZE (events per large page, 1000),
  * BENCH_BASELINE (another build's dist/cli.js, extracted beside this one: an A/B in one run),
  * BENCH_BATCH_PAGES (the job's default), BENCH_REPEAT,
  * BENCH_NODE_OPTIONS and BENCH_MALLOC_ARENA_MAX (the extract's NODE_OPTIONS, MALLOC_ARENA_MAX),
  * BENCH_TRACE=1 prints each child's RSS over time, BENCH_KEEP=1 keeps the work folder,
- * BENCH_SCENARIOS (`ingest,nightly`: steps 1–5, step 6), BENCH_NIGHT_SHARE (0.01), BENCH_WORK
+ * BENCH_SCENARIOS (`ingest,nightly`: steps 1–5, step 6; `large`: step 5 alone), BENCH_NIGHT_SHARE (0.01), BENCH_WORK
  * (the folder the warehouses are written in; default bench/.work), BENCH_TAG (a suffix of the
  * results' file names, e.g. `xfs`: a second run on the same day keeps the first one's file).
  *
@@ -47,9 +49,14 @@ import { startMockApi } from '../src/simulator/index.js';
 const N = Number(process.env['BENCH_EVENTS'] ?? 1_000_000);
 /** Page sizes measured (BENCH_PAGE_SIZES, comma-separated; the first one feeds step 4). */
 const PAGES = (process.env['BENCH_PAGE_SIZES'] ?? '1000,100').split(',').map(Number);
-/** The large-page run: BENCH_LARGE_PAGES pages (0: none) of BENCH_LARGE_PAGE_BYTES bytes. */
-const LARGE_PAGES = Number(process.env['BENCH_LARGE_PAGES'] ?? 30);
-const LARGE_PAGE_BYTES = Number(process.env['BENCH_LARGE_PAGE_BYTES'] ?? 16_000_000);
+/** The large-page cases (BENCH_LARGE): pages × bytes a page; `0` or empty: none. */
+const LARGE_CASES = (process.env['BENCH_LARGE'] ?? '30x20000000,1x100000000')
+  .split(',')
+  .map((c) => c.trim().split('x').map(Number))
+  .filter(([pages, bytes]) => Number.isSafeInteger(pages) && pages! > 0 && Number.isSafeInteger(bytes) && bytes! > 0)
+  .map(([pages, bytes]) => ({ pages: pages!, pageBytes: bytes! }));
+/** Events per large page (BENCH_LARGE_PAGE_SIZE): 1,000 makes 20 MB pages of 20 KB events. */
+const LARGE_PAGE_SIZE = Number(process.env['BENCH_LARGE_PAGE_SIZE'] ?? 1000);
 /** BENCH_BASELINE: the `dist/cli.js` of another build, whose extract is timed beside this one's (an A/B in one run). */
 const BASELINE = process.env['BENCH_BASELINE'];
 const BATCH = process.env['BENCH_BATCH_PAGES'];
@@ -305,23 +312,50 @@ async function measure(sim: Sim, ndjson: string, db: string, page: number): Prom
   };
 }
 
+/** What one large-page case measured. */
+interface LargeFigures {
+  pages: number;
+  pageBytes: number;
+  eventsPerPage: number;
+  ms: number;
+  peakRssBytes: number;
+}
+
 /**
- * Legal but large pages: LARGE_PAGES pages padded to LARGE_PAGE_BYTES each (the simulator's
- * `padEvents` fault), extracted once; the peak RSS must stay under 512 MiB.
+ * 5. Legal but large pages: `pages` pages of LARGE_PAGE_SIZE events padded to `pageBytes`
+ * each (the simulator's `padEvents` fault), extracted once into a fresh database; the peak RSS
+ * must stay under 512 MiB.
  */
-async function largePages(): Promise<{ pages: number; pageBytes: number; ms: number; peakRssBytes: number }> {
-  const sim = await startSimulator(LARGE_PAGES * 100, [`events:padEvents=${LARGE_PAGE_BYTES}:times=${LARGE_PAGES * 10}`]);
+async function largePages(pages: number, pageBytes: number): Promise<LargeFigures> {
+  const sim = await startSimulator(pages * LARGE_PAGE_SIZE, [`events:padEvents=${pageBytes}:times=${pages * 10}`]);
   try {
-    const db = join(WORK, 'large.duckdb');
+    const db = join(WORK, `large-${pages}x${pageBytes}.duckdb`);
     settle();
-    const r = await cli(['extract'], envFor(sim, db, 100));
-    return { pages: LARGE_PAGES, pageBytes: LARGE_PAGE_BYTES, ms: r.ms, peakRssBytes: r.peakRssBytes };
+    const r = await cli(['extract'], envFor(sim, db, LARGE_PAGE_SIZE));
+    for (const f of [db, `${db}.wal`, publishedCopyPath(db)]) rmSync(f, { force: true });
+    return { pages, pageBytes, eventsPerPage: LARGE_PAGE_SIZE, ms: r.ms, peakRssBytes: r.peakRssBytes };
   } finally {
     sim.proc.kill('SIGTERM');
   }
 }
 
-/** Scenarios to run (BENCH_SCENARIOS): `ingest` (steps 1–5), `nightly` (step 6). */
+/** Step 5, every case of BENCH_LARGE in turn. */
+async function allLargePages(): Promise<LargeFigures[]> {
+  const out: LargeFigures[] = [];
+  for (const c of LARGE_CASES) out.push(await largePages(c.pages, c.pageBytes));
+  return out;
+}
+
+/** The lines of step 5. */
+function printLarge(large: readonly LargeFigures[]): void {
+  for (const l of large) {
+    console.log(
+      `large pages: ${l.pages} page${l.pages === 1 ? '' : 's'} of ${fmt(l.pageBytes / 1e6)} MB (${fmt(l.eventsPerPage)} events of ${fmt(l.pageBytes / l.eventsPerPage / 1e3)} KB) extracted in ${fmt(l.ms / 1000, 2)} s, peak RSS ${fmt(l.peakRssBytes / 1048576)} MiB (target < 512)`,
+    );
+  }
+}
+
+/** Scenarios to run (BENCH_SCENARIOS): `ingest` (steps 1–5), `nightly` (step 6), `large` (step 5 alone). */
 const SCENARIOS = new Set((process.env['BENCH_SCENARIOS'] ?? 'ingest,nightly').split(',').map((x) => x.trim()));
 /** The night's new events as a share of the history (BENCH_NIGHT_SHARE). */
 const NIGHT_SHARE = Number(process.env['BENCH_NIGHT_SHARE'] ?? 0.01);
@@ -419,6 +453,16 @@ async function main(): Promise<void> {
     writeFileSync(file, `${JSON.stringify({ date: new Date().toISOString(), node: process.version, ...figures }, null, 2)}\n`);
     console.log(`\nbench: nightly figures written to ${file}`);
   }
+  if (SCENARIOS.has('large') && !SCENARIOS.has('ingest')) {
+    const large = await allLargePages();
+    console.log('');
+    printLarge(large);
+    const resultsDir = join(PACKAGE_ROOT, 'bench', 'results');
+    mkdirSync(resultsDir, { recursive: true });
+    const file = join(resultsDir, `${new Date().toISOString().slice(0, 10)}-large${TAG}.json`);
+    writeFileSync(file, `${JSON.stringify({ date: new Date().toISOString(), node: process.version, largePages: large }, null, 2)}\n`);
+    console.log(`\nbench: large-page figures written to ${file}`);
+  }
   if (!SCENARIOS.has('ingest')) {
     if (process.env['BENCH_KEEP'] !== '1') rmSync(WORK, { recursive: true, force: true });
     return;
@@ -454,7 +498,7 @@ async function main(): Promise<void> {
         throw new Error(`row counts differ at page size ${f.pageSize}: served ${f.events}, limit ${f.limits.map((l) => l.rows).join('/')}, extract ${loaded}`);
       }
     }
-    const large = LARGE_PAGES > 0 ? await largePages() : undefined;
+    const large = await allLargePages();
     console.log('');
     console.log(`${'step'.padEnd(34)} ${'seconds'.padStart(8)} ${'events/s'.padStart(11)} ${'MB/s'.padStart(7)}`);
     const line = (name: string, ms: number, n: number, size: number) => {
@@ -478,9 +522,7 @@ async function main(): Promise<void> {
     line('4b export', exp.ms, loaded, NaN);
     line('4c typed scan of raw.events', scanMs, loaded, NaN);
     console.log(`(transform + export) / typed scan: ${fmt((tr.ms + exp.ms) / scanMs, 1)}×`);
-    if (large) {
-      console.log(`large pages: ${large.pages} pages of ${fmt(large.pageBytes / 1e6)} MB extracted in ${fmt(large.ms / 1000, 2)} s, peak RSS ${fmt(large.peakRssBytes / 1048576)} MiB (target < 512)`);
-    }
+    printLarge(large);
     const date = new Date().toISOString().slice(0, 10);
     const resultsDir = join(PACKAGE_ROOT, 'bench', 'results');
     mkdirSync(resultsDir, { recursive: true });
@@ -511,7 +553,7 @@ async function main(): Promise<void> {
           })),
           seconds: { transform: tr.ms / 1000, export: exp.ms / 1000, typedScan: scanMs / 1000 },
           transformExportVsScan: (tr.ms + exp.ms) / scanMs,
-          largePages: large ?? null,
+          largePages: large,
         },
         null,
         2,

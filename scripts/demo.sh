@@ -50,6 +50,7 @@ export RECRUIT_ETL_EXPORT_DIR="${RECRUIT_ETL_EXPORT_DIR:-data/exports}"
 # Display names of the simulator's event sites, as an operator would supply them (docs/models.md
 # "Site names"); one site is left out on purpose, so dq_unmapped_sites lists it.
 export RECRUIT_ETL_SITE_NAMES="${RECRUIT_ETL_SITE_NAMES-scripts/demo-site-names.csv}"
+export RECRUIT_ETL_TRIAL_TARGETS="${RECRUIT_ETL_TRIAL_TARGETS-scripts/demo-trial-targets.csv}"
 
 echo "demo: simulator at $RECRUIT_ETL_BASE_URL serving $(field events) events for trials $RECRUIT_ETL_TRIAL_ID"
 start=$(date +%s%N)

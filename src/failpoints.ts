@@ -20,8 +20,10 @@ export type FailpointName =
   | 'transform.before-commit' // every model and the watermark written, COMMIT not yet sent
   | 'export.mid-file' // a Parquet file written under its temporary name in the new snapshot folder, not renamed
   | 'export.before-swap' // the new snapshot folder complete (files and manifest), `current` not swapped yet
-  | 'run.before-checkpoint' // run recorded as succeeded, before CHECKPOINT
+  | 'run.before-checkpoint' // every stage done, before CHECKPOINT (the run still `running` in etl.runs)
   | 'publish.mid-copy' // the read-only copy half written
+  | 'run.before-metrics' // the copy written (recording the run succeeded in it), not renamed; the metrics file not written
+  | 'run.before-succeeded' // the metrics file written and the copy in place; etl.runs not yet told the run succeeded
   | 'lake.mid-publish' // inside the lake's transaction: the raw delta appended, models and watermark not yet
   | 'lake.before-commit'; // the lake's transaction complete (raw, models, watermark, views), COMMIT not yet sent
 

@@ -25,6 +25,8 @@ import { pino } from 'pino';
 import { createLogger, type Logger } from '../log/logger.js';
 import type { SecretRegistry } from '../log/secrets.js';
 import { KNOWN_KEYS, KNOWN_VARIABLES } from './options.js';
+import { metricsPathProblem } from '../metrics/metricsPath.js';
+import type { WarehouseSeries } from '../metrics/warehouseSeries.js';
 
 /** Shared state of one CLI invocation. */
 export interface CliContext {
@@ -52,10 +54,16 @@ export interface CliContext {
     path: string;
     command: CommandName;
     startedAt: Date;
-    /** `--file-mode` as a number, once validated. */
+    /** `--metrics-file-mode` as a number, once validated (default 0644). */
     fileMode?: number;
     /** Events the command committed (told by the job). */
     eventsLoaded: number;
+    /** Wall time of each stage that started, seconds (told by the job). */
+    stageSeconds?: Record<string, number>;
+    /** The warehouse's series, read by the job before it closed the warehouse (src/metrics/warehouseSeries.ts). */
+    warehouse?: WarehouseSeries;
+    /** The exit code the file was last written with by this invocation (the job writes it before recording its success). */
+    writtenExitCode?: number;
   };
 }
 
@@ -109,8 +117,16 @@ export function prepare(
   // Before validation: a command refused on its options (exit 2) is recorded in the metrics too.
   if (typeof raw['metricsFile'] === 'string' && raw['metricsFile'] !== '') {
     ctx.metrics = { path: raw['metricsFile'], command, startedAt: new Date(), eventsLoaded: 0 };
-    const mode = ConfigSchema.shape.fileMode.safeParse(typeof raw['fileMode'] === 'number' ? String(raw['fileMode']) : raw['fileMode']);
+    const given = raw['metricsFileMode'];
+    const mode = ConfigSchema.shape.metricsFileMode.safeParse(typeof given === 'number' ? String(given) : given);
     if (mode.success) ctx.metrics.fileMode = mode.data;
+    // A FIFO, a device or a folder in its place is refused before any work (never opened: it could block).
+    const problem = metricsPathProblem(raw['metricsFile']);
+    if (problem) {
+      throw new ConfigError(`--metrics-file (RECRUIT_ETL_METRICS_FILE) ${raw['metricsFile']} is ${problem}`, {
+        hint: "name a regular file (or a new one) in node_exporter's textfile directory, ending in .prom",
+      });
+    }
   }
   let config: Config;
   try {
@@ -121,7 +137,7 @@ export function prepare(
     throw new ConfigError(err.message, { cause: err.cause, hint: `${err.hint ?? ''}; unknown variables ignored: ${unknown.join(', ')}` });
   }
   ctx.secrets.addSecret(config.clientSecret);
-  if (ctx.metrics) ctx.metrics.fileMode = config.fileMode;
+  if (ctx.metrics) ctx.metrics.fileMode = config.metricsFileMode;
   const level = config.verbose && config.logLevel === 'info' ? 'debug' : config.logLevel;
   // `status --json` keeps stdout for its document: its log lines (e.g. the unknown-variables
   // warning) go to stderr (docs/contracts.md "status --json").

@@ -13,7 +13,7 @@ import { SecretRegistry } from '../log/secrets.js';
 import type { CliContext } from './context.js';
 import { HELP_EPILOGUE } from './options.js';
 import { keyName } from '../config/config.js';
-import { readerModes } from '../fs/readerFiles.js';
+import { writeMetrics } from './metrics.js';
 import { stageCommands } from './commands/stages.js';
 import { statusCommand } from './commands/status.js';
 import { streamsCommand } from './commands/streams.js';
@@ -119,32 +119,18 @@ export async function run(argv: readonly string[], io: RunIo = {}): Promise<numb
     ctx.logger?.error({ code: (err as { code?: string }).code, exitCode }, 'run failed');
     ctx.stderr.write(`${described.text}\n`);
   }
-  await writeMetrics(ctx, exitCode);
-  return exitCode;
-}
-
-/**
- * Rewrite `--metrics-file` with this command's outcome (docs/contracts.md "Metrics"). A
- * failure to write it is logged and leaves the exit code alone: the command's outcome stands,
- * and the file's age tells the monitoring.
- */
-async function writeMetrics(ctx: CliContext, exitCode: number): Promise<void> {
-  const m = ctx.metrics;
-  if (m === undefined) return;
-  const warn = (msg: string, extra: Record<string, unknown> = {}): void => {
-    if (ctx.logger) ctx.logger.warn({ metricsFile: m.path, ...extra }, msg);
-    else ctx.stderr.write(`recruit-etl: warning: ${msg}: ${m.path}\n`);
-  };
   try {
-    // Loaded only when asked for: prom-client is not needed on the CLI's other paths.
-    const { writeMetricsFile } = await import('../metrics/metricsFile.js');
-    await writeMetricsFile(
-      m.path,
-      { command: m.command, exitCode, startedAt: m.startedAt, finishedAt: new Date(), eventsLoaded: m.eventsLoaded },
-      readerModes(m.fileMode),
-      (why) => warn(`the previous metrics file is replaced: ${why}`),
-    );
+    await writeMetrics(ctx, exitCode);
   } catch (err) {
-    warn('cannot write the metrics file', { err: { message: `${(err as NodeJS.ErrnoException).code ?? ''} ${(err as Error).message}` } });
+    // The command's own failure stands; a success becomes exit 7 (docs/contracts.md "Metrics").
+    ctx.logger?.error({ metricsFile: ctx.metrics?.path, exitCode }, (err as Error).message);
+    if (exitCode === 0) {
+      const described = describeFailure(err, ctx.verbose, ctx.secrets);
+      exitCode = described.exitCode;
+      ctx.stderr.write(`${described.text}\n`);
+    } else if (!ctx.logger) {
+      ctx.stderr.write(`recruit-etl: warning: ${(err as Error).message}\n`);
+    }
   }
+  return exitCode;
 }

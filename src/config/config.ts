@@ -130,6 +130,14 @@ const fileMode = z
   .default('0600')
   .transform((v) => Number.parseInt(v, 8));
 
+/** `--metrics-file-mode`: as `--file-mode`, default 0644 (the metrics file holds no patient data; docs/contracts.md "Metrics"). */
+const metricsFileMode = z
+  .string()
+  .trim()
+  .regex(/^0?6[04][04]$/, 'must be 0600, 0640, 0644 or 0604: the owner reads and writes, group and others read at most')
+  .default('0644')
+  .transform((v) => Number.parseInt(v, 8));
+
 /**
  * Every option, validated. Field names are the camelCase of the kebab-case flags; each field
  * is also `RECRUIT_ETL_<FLAG_IN_UPPER_SNAKE>` and a key of the `--config` file.
@@ -162,7 +170,7 @@ export const ConfigSchema = z.object({
     group: GENERAL,
   }),
   /** Mode of every file written for readers, and the matching folder mode (src/fs/readerFiles.ts). */
-  fileMode: option(fileMode.describe('mode of the files written for readers (published copy, exports, manifest, report, metrics); folders get the matching mode (0640 → 0750); the live database stays 0600'), {
+  fileMode: option(fileMode.describe('mode of the files written for readers (published copy, exports, manifest, report); folders get the matching mode (0640 → 0750); the live database stays 0600'), {
     commands: PIPELINE,
     group: GENERAL,
   }),
@@ -171,6 +179,11 @@ export const ConfigSchema = z.object({
     commands: PIPELINE,
     group: GENERAL,
     defaultHelp: 'none',
+  }),
+  /** Mode of the metrics file (src/metrics/metricsFile.ts); node_exporter reads it as another user. */
+  metricsFileMode: option(metricsFileMode.describe("mode of the metrics file (node_exporter's textfile collector runs as another user); --file-mode does not apply to it"), {
+    commands: PIPELINE,
+    group: GENERAL,
   }),
   /** Read by src/failpoints.ts from the environment (crash tests only); declared so that the variable is known. */
   failpoint: option(sized(OPTION_MAX_BYTES.id).optional().describe('tests only: <name>:<n> SIGKILLs the process (src/failpoints.ts)'), {
@@ -233,6 +246,11 @@ export const ConfigSchema = z.object({
     commands: EVENTS,
     group: UPSTREAM_GROUP,
   }),
+  /** Largest response body read, bytes (`docs/ingest.md` "How a page is read"); a larger page is exit 6 naming this option and the stream. */
+  maxPageBytes: option(int.max(500 * 1024 * 1024).default(256 * 1024 * 1024).describe('largest response body (an events page) read, bytes; a larger page stops the run with exit 6 (the page size of a stream is fixed by its cursor)'), {
+    commands: UPSTREAM,
+    group: UPSTREAM_GROUP,
+  }),
   /** Longest time a page body may take to arrive whole, in seconds (`docs/ingest.md` "Bounded time"). */
   bodyTimeout: option(z.number().positive().default(120).describe('longest time, seconds, for a response body to arrive whole; then retried'), {
     commands: UPSTREAM,
@@ -260,6 +278,11 @@ export const ConfigSchema = z.object({
   /** The operator's CSV of event site display names, loaded as `seed_site_names` (docs/models.md "Site names"). */
   siteNames: option(
     sized(OPTION_MAX_BYTES.path).min(1).optional().describe('CSV of display names of event site ids (site_id,trial_id,site_name,sponsor_site_id), loaded as seed_site_names'),
+    { commands: TRANSFORMS, group: MODELS_GROUP, defaultHelp: 'none' },
+  ),
+  /** The operator's CSV of enrolment targets, loaded as `seed_trial_targets` (docs/models.md "Trial targets"). */
+  trialTargets: option(
+    sized(OPTION_MAX_BYTES.path).min(1).optional().describe('CSV of enrolment targets per trial (trial_id,enrolment_target,target_date), loaded as seed_trial_targets'),
     { commands: TRANSFORMS, group: MODELS_GROUP, defaultHelp: 'none' },
   ),
   /** Rebuild every model from all of raw instead of by the delta (docs/incremental.md). */
@@ -597,6 +620,7 @@ export function resolveConfig(
   if (config.clientSecretFile !== undefined) config.clientSecret = readSecretFile(config.clientSecretFile, readFile);
   // Read later by the transform (src/transform/seeds.ts), refused now: exit 2 before anything is written.
   if (config.siteNames !== undefined) checkInputFile(config.siteNames, { option: optionLabel('siteNames'), maxBytes: INPUT_FILE_MAX_BYTES.csv });
+  if (config.trialTargets !== undefined) checkInputFile(config.trialTargets, { option: optionLabel('trialTargets'), maxBytes: INPUT_FILE_MAX_BYTES.csv });
   const missing = [...new Set(needs.flatMap((n) => REQUIRED[n]))].filter((key) => {
     const v = config[key];
     return v === undefined || (Array.isArray(v) && v.length === 0);

@@ -32,9 +32,15 @@ export interface FetchedPage {
   events: PageEvents;
   /** 1-based page number in the run (messages). */
   pageNumber: number;
-  /** The page's `nextPage` and `hasNextPage`: the cursor to store once it is committed. */
+  /**
+   * The cursor to store once it is committed: the page's `nextPage` and `hasNextPage`; for a
+   * slice of a large page that is not its last, the page's own URL and true (the next run
+   * fetches the page again, and its committed events are redeliveries: `docs/ingest.md` "Large pages").
+   */
   nextPage: string;
   hasNextPage: boolean;
+  /** A slice of a large page that is not its last: it does not count as a page committed. */
+  partial?: boolean;
 }
 
 /** What a batch keeps of a page once its events are in the batch file. */
@@ -44,6 +50,8 @@ interface PageEntry {
   hasNextPage: boolean;
   /** Events of the page (rows of the batch file). */
   rows: number;
+  /** See {@link FetchedPage.partial}. */
+  partial: boolean;
 }
 
 /** A batch being filled: its pages' events in a file, the rest of each page kept here. */
@@ -67,7 +75,7 @@ export class Batch {
       this.broken = true;
       throw err;
     }
-    this.pages.push({ pageNumber: page.pageNumber, nextPage: page.nextPage, hasNextPage: page.hasNextPage, rows: page.events.count });
+    this.pages.push({ pageNumber: page.pageNumber, nextPage: page.nextPage, hasNextPage: page.hasNextPage, rows: page.events.count, partial: page.partial === true });
   }
 
   /** Size of the batch file so far, bytes. */
@@ -83,7 +91,7 @@ export interface BatchResult {
   duplicates: number;
   quarantined: number;
   lastPosition: number;
-  /** Pages committed. */
+  /** Pages committed (a slice of a large page counts with the page's last slice). */
   pages: number;
 }
 
@@ -254,7 +262,14 @@ export class BatchWriter {
           file = this.newFile();
           rowsOf = file.appendFrom(batch.file, rows, (k) => (checks.skip.has(k) ? 'skip' : (checks.quarantine.get(k) ?? 'keep')));
         }
-        const r = await this.heldIf(held || write > 1, () => this.attempt(file, rowsOf, pages, checks));
+        const heldNow = held || write > 1;
+        const r = await this.heldIf(heldNow, async () => {
+          const done = await this.attempt(file, rowsOf, pages, checks);
+          // What DuckDB holds of a held batch is written out while the held settings still
+          // apply: a checkpoint under the extract's small cap could fail (a 100 MB page: exit 7).
+          if (heldNow && !(done instanceof WriteAgain)) await this.opts.wh.checkpoint();
+          return done;
+        });
         if (!(r instanceof WriteAgain)) return r;
         if (write >= MAX_WRITES) throw new Error(`a batch still failed its checks after ${write} writes`);
         await this.heldIf(true, () => this.learn(batch, pages, r, checks));
@@ -288,7 +303,7 @@ export class BatchWriter {
       });
       failpoint('extract.after-commit');
       this.position = loaded.lastPosition;
-      return { inserted: loaded.inserted, duplicates: checks.skip.size, quarantined: quarantined.length, lastPosition: loaded.lastPosition, pages: pages.length };
+      return { inserted: loaded.inserted, duplicates: checks.skip.size, quarantined: quarantined.length, lastPosition: loaded.lastPosition, pages: pages.filter((p) => !p.partial).length };
     } catch (err) {
       if (err instanceof WriteAgain) return err;
       if (!(err instanceof LoadFailed)) throw err;

@@ -4,6 +4,7 @@
  *
  * @module
  */
+import { EVENT_SLOTS, PART, type PageEvents } from '../upstream/page.js';
 import { WIDE_ROW_BYTES } from '../warehouse/BatchFile.js';
 
 /** Default of `--batch-pages`, the most pages a batch takes. */
@@ -40,4 +41,38 @@ export function batchComplete(pages: number, bytes: number, longestRow: number, 
  */
 export function wideBatch(longestRow: number): boolean {
   return longestRow > WIDE_ROW_BYTES;
+}
+
+/**
+ * A page larger than this (16 MiB, as received) is committed in slices (`docs/ingest.md`
+ * "Large pages"): DuckDB holds a transaction's rows in memory, several times their size,
+ * until it commits, so one transaction for a 100 MB page would take about 900 MiB.
+ */
+export const PAGE_SLICE_THRESHOLD_BYTES = 16 * 1024 * 1024;
+
+/** Size of one slice of a large page, bytes of the page (8 MiB; at least one event). */
+export const PAGE_SLICE_BYTES = 8 * 1024 * 1024;
+
+/**
+ * The events of a page in the slices it is committed in (`docs/ingest.md` "Large pages"):
+ * the page itself when it is at most {@link PAGE_SLICE_THRESHOLD_BYTES}; else runs of whole
+ * events of about {@link PAGE_SLICE_BYTES} each, in order (the same bytes, no copy).
+ *
+ * @param events the page's events
+ * @param bytes the page's size as received, bytes
+ */
+export function pageSlices(events: PageEvents, bytes: number): PageEvents[] {
+  if (bytes <= PAGE_SLICE_THRESHOLD_BYTES || events.count <= 1) return [events];
+  const at = events.offsets;
+  const slices: PageEvents[] = [];
+  let from = 0;
+  for (let i = 0; i < events.count; i += 1) {
+    const start = at[from * EVENT_SLOTS + PART.envelope]!;
+    const end = at[i * EVENT_SLOTS + PART.envelope + 1]!;
+    if (end - start >= PAGE_SLICE_BYTES || i === events.count - 1) {
+      slices.push(events.slice(from, i + 1));
+      from = i + 1;
+    }
+  }
+  return slices;
 }

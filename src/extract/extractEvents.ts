@@ -17,7 +17,7 @@ import { DEFAULT_MAX_EMPTY_PAGES, type EventsClient, firstPageUrl, pageStream } 
 import type { Warehouse } from '../warehouse/Warehouse.js';
 import { StreamStore } from '../warehouse/StreamStore.js';
 import { type Batch, BatchWriter } from './BatchWriter.js';
-import { batchComplete, DEFAULT_BATCH_PAGES } from './batches.js';
+import { batchComplete, DEFAULT_BATCH_PAGES, pageSlices } from './batches.js';
 import { defineStream } from './streamDefinition.js';
 
 /** Full batches that may wait for DuckDB while the next one is filled (`docs/ingest.md` "Batches"). */
@@ -189,8 +189,15 @@ export async function extractEvents(opts: ExtractOptions): Promise<ExtractResult
       result.bytes += page.bytes;
       fetchedEvents += page.events.count;
       progress.update({ pages: result.pages, events: fetchedEvents });
-      batch.add({ events: page.events, pageNumber: result.pages, nextPage: page.nextPage, hasNextPage: page.hasNextPage });
-      if (!page.hasNextPage || batchComplete(batch.pages.length, batch.bytes, batch.file.longestRow, batchPages)) await startCommit();
+      // A large page is committed in slices, each ending its batch (docs/ingest.md "Large pages").
+      const slices = pageSlices(page.events, page.bytes);
+      for (let k = 0; k < slices.length; k += 1) {
+        const last = k === slices.length - 1;
+        const cursor = last ? { nextPage: page.nextPage, hasNextPage: page.hasNextPage } : { nextPage: page.url, hasNextPage: true, partial: true };
+        batch.add({ events: slices[k]!, pageNumber: result.pages, ...cursor });
+        if (!last || !page.hasNextPage || batchComplete(batch.pages.length, batch.bytes, batch.file.longestRow, batchPages)) await startCommit();
+        if (writeFailed) break;
+      }
       if (opts.signal?.aborted || writeFailed) break; // a failed write surfaces below at once
     }
     await startCommit();

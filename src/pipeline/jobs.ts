@@ -23,7 +23,8 @@ import { newRunId, RunLog, type RunCounts } from '../warehouse/RunLog.js';
 import { Warehouse } from '../warehouse/Warehouse.js';
 import { readStatus, type StreamStatus, type WarehouseStatus } from '../warehouse/readStatus.js';
 import { StreamStore } from '../warehouse/StreamStore.js';
-import { publishedCopyPath, publishReadOnlyCopy } from '../warehouse/publishCopy.js';
+import { prepareReadOnlyCopy, publishedCopyPath, type PreparedCopy } from '../warehouse/publishCopy.js';
+import { readWarehouseSeries, type WarehouseSeries } from '../metrics/warehouseSeries.js';
 import { failpoint } from '../failpoints.js';
 import { pipelineSchema, publishToLake, type PublishResult } from '../publish/lake.js';
 import { readerModes } from '../fs/readerFiles.js';
@@ -90,8 +91,22 @@ export interface JobContext {
    * `config.progressInterval` seconds. The CLI passes one with stderr as its terminal.
    */
   progress?: Progress;
-  /** Told the counts recorded in `etl.runs` when the run ends, whatever its outcome (the CLI's metrics file). */
-  onRecorded?: (counts: RunCounts) => void;
+  /** Told the counts recorded in `etl.runs` when the run ends, whatever its outcome, and the series of the CLI's metrics file. */
+  onRecorded?: (counts: RunCounts, facts: RunFacts) => void;
+  /**
+   * Called when the run's work is done (checkpoint and published copy included, the copy not
+   * yet renamed into place), just before `etl.runs` records it as succeeded: the CLI writes the
+   * metrics file with exit 0. A throw fails the run (recorded `failed`, the copy discarded).
+   */
+  beforeSucceeded?: () => Promise<void>;
+}
+
+/** What the metrics file reports about a run (docs/contracts.md "Metrics"). */
+export interface RunFacts {
+  /** Wall time of each stage that started, seconds. */
+  stageSeconds: Record<string, number>;
+  /** The warehouse's series (absent when the warehouse could not be read). */
+  warehouse?: WarehouseSeries;
 }
 
 /** What a job did: one entry per stage that ran. */
@@ -172,6 +187,16 @@ async function buildSummary(wh: Warehouse, r: JobResult, status: string, error?:
     cursorAgeSeconds,
     ...(error !== undefined ? { error } : {}),
   };
+}
+
+/** The stages' wall times and the warehouse's series (best effort: the warehouse may be what failed). */
+async function runFacts(wh: Warehouse, r: JobResult): Promise<RunFacts> {
+  const stageSeconds = Object.fromEntries(Object.entries(r.stageMs).map(([k, ms]) => [k, ms / 1000]));
+  try {
+    return { stageSeconds, warehouse: await readWarehouseSeries(wh) };
+  } catch {
+    return { stageSeconds };
+  }
 }
 
 function counts(r: JobResult): RunCounts {
@@ -263,6 +288,7 @@ export async function runJob(command: string, stages: readonly Stage[], ctx: Job
           policy: {
             maxRetryAfterMs: config.maxRetryAfter * 1000,
             bodyTotalTimeoutMs: config.bodyTimeout * 1000,
+            maxResponseBytes: config.maxPageBytes,
             ...(config.deadline !== undefined ? { deadlineMs: Date.now() + config.deadline * 1000 } : {}),
           },
         });
@@ -327,7 +353,7 @@ export async function runJob(command: string, stages: readonly Stage[], ctx: Job
       if (stages.includes('transform')) {
         failpoint('transform.before');
         result.transform = await stage('transform', (p) =>
-          wh.interruptible(ctx.signal, () => runTransform(wh, { logger, progress: p, fullRefresh: config.fullRefresh, ...(config.siteNames !== undefined ? { siteNames: config.siteNames } : {}) })),
+          wh.interruptible(ctx.signal, () => runTransform(wh, { logger, progress: p, fullRefresh: config.fullRefresh, ...(config.siteNames !== undefined ? { siteNames: config.siteNames } : {}), ...(config.trialTargets !== undefined ? { trialTargets: config.trialTargets } : {}) })),
         );
       }
       throwIfAborted(ctx.signal);
@@ -362,18 +388,30 @@ export async function runJob(command: string, stages: readonly Stage[], ctx: Job
           ),
         );
       }
-      // Recorded as succeeded before the copy, so that the copy says so; when the checkpoint
-      // or the copy fails, the catch below records the run as failed after all.
+      // The run is recorded as succeeded last (docs/contracts.md "Guarantees"): after the
+      // checkpoint, the published copy (which records it so itself) and the metrics file.
       result.durationMs = Date.now() - started;
-      await runLog.finish(runId, 'succeeded', counts(result), summary(result), undefined, stagesWithCounts());
-      ctx.onRecorded?.(counts(result));
+      const recordedStages = stagesWithCounts();
+      const succeeded = (catalog?: string): Promise<void> => runLog.finish(runId, 'succeeded', counts(result), summary(result), undefined, recordedStages, catalog);
+      let copy: PreparedCopy | undefined;
       // The copy is refreshed when the warehouse's data changed. `export`, `report` and `publish`
       // alone only read (their etl.runs row reaches the copy with the next run); a copy costs more than an export.
       if (wh.path !== ':memory:' && stages.some((s) => s !== 'export' && s !== 'report' && s !== 'publish')) {
-        result.publishedCopy = await publishReadOnlyCopy(wh, runId, readerModes(config.fileMode));
+        copy = await prepareReadOnlyCopy(wh, runId, readerModes(config.fileMode), succeeded);
       } else if (wh.path !== ':memory:') {
         await wh.checkpoint();
       }
+      try {
+        ctx.onRecorded?.(counts(result), await runFacts(wh, result));
+        failpoint('run.before-metrics');
+        await ctx.beforeSucceeded?.();
+        if (copy) result.publishedCopy = copy.commit();
+      } catch (err) {
+        copy?.discard();
+        throw err;
+      }
+      failpoint('run.before-succeeded');
+      await succeeded();
       logger.info(
         {
           runId,
@@ -402,7 +440,7 @@ export async function runJob(command: string, stages: readonly Stage[], ctx: Job
           eventsLoaded: result.extract?.eventsLoaded ?? committed,
           pagesFetched: result.extract?.pages ?? committedPages,
         };
-        ctx.onRecorded?.(recorded);
+        ctx.onRecorded?.(recorded, await runFacts(wh, result));
         await runLog.finish(runId, status, recorded, summary(result), line, stagesWithCounts());
       } catch {
         // The warehouse itself may be what failed; the CLI still reports the original error.

@@ -126,3 +126,38 @@ export function medianP90Spec(rows: ChartRow[], unit: string, title: string): To
     ],
   };
 }
+
+/** The data of {@link forecastSpec}: dates are `YYYY-MM-DD` (UTC). */
+export interface ForecastChart {
+  /** Enrolled (cumulative) at the end of each past week, and at the as-of date last. */
+  history: { date: string; enrolled: number }[];
+  /** The 10–90 band and the median of the enrolled count ahead, from the as-of date on. */
+  band: { date: string; low: number; median: number; high: number }[];
+  target: number | null;
+  targetDate: string | null;
+}
+
+/**
+ * Enrolled to date (line), the forecast's 10–90 band (area) and median (dashed) ahead, the
+ * target (horizontal rule) and the target date (vertical rule).
+ */
+export function forecastSpec(c: ForecastChart): TopLevelSpec {
+  const x = { field: 'date', type: 'temporal', timeUnit: 'utcyearmonthdate', title: null, axis: { format: '%d %b %Y', labelAngle: 0, tickCount: 6 } } as const;
+  const layers: object[] = [
+    { data: { values: c.band }, mark: { type: 'area', color: '#3b6ea5', opacity: 0.2 }, encoding: { x, y: { field: 'low', type: 'quantitative', title: 'patients enrolled' }, y2: { field: 'high' } } },
+    { data: { values: c.band }, mark: { type: 'line', color: '#3b6ea5', strokeDash: [5, 3] }, encoding: { x, y: { field: 'median', type: 'quantitative' } } },
+    { data: { values: c.history }, mark: { type: 'line', color: '#1d2630', point: { size: 16, color: '#1d2630' } }, encoding: { x, y: { field: 'enrolled', type: 'quantitative' } } },
+  ];
+  if (c.target !== null) {
+    layers.push({ data: { values: [{ target: c.target }] }, mark: { type: 'rule', color: '#a1260d' }, encoding: { y: { field: 'target', type: 'quantitative' } } });
+  }
+  if (c.targetDate !== null) {
+    layers.push({ data: { values: [{ date: c.targetDate }] }, mark: { type: 'rule', color: '#a1260d', strokeDash: [2, 2] }, encoding: { x } });
+  }
+  return {
+    width: 560,
+    height: 220,
+    title: { text: 'Enrolled to date, and the forecast: median (dashed) within its 10–90 % band', anchor: 'start', fontSize: 12 },
+    layer: layers,
+  } as TopLevelSpec;
+}

@@ -1,15 +1,15 @@
 /**
  * The report as one self-contained HTML page (docs/report.md): inline CSS, inline SVG charts,
  * no script, no external resource, and a Content-Security-Policy that forbids loading any
- * (`default-src 'none'`). Sections per trial: funnel, weekly activity per site, time to
+ * (`default-src 'none'`). Sections per trial: funnel, enrolment forecast, weekly activity per site, time to
  * acknowledgement and first contact, cohorts (right-censored ones marked), worklist; then the
  * data-quality panel.
  *
  * @module
  */
-import { funnelSpec, medianP90Spec, renderSvg, sharesSpec, weeklySpec, type ChartRow } from './charts.js';
+import { forecastSpec, funnelSpec, medianP90Spec, renderSvg, sharesSpec, weeklySpec, type ChartRow, type ForecastChart } from './charts.js';
 import { html, SafeHtml, trustedSvg, type HtmlValue } from './html.js';
-import type { DataQuality, ReportData, Share, SiteTotals, TrialReport } from './reportData.js';
+import { FUNNEL_STAGES, type DataQuality, type ReportData, type Share, type SiteTotals, type TrialForecast, type TrialReport } from './reportData.js';
 
 /** The page's Content-Security-Policy: nothing may be loaded; inline styles and data: images only. */
 export const REPORT_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'";
@@ -35,14 +35,28 @@ main{padding:8px 28px 40px;max-width:1280px}nav{margin:12px 0}nav a{margin-right
 section.trial,section.dq{background:#fff;border:1px solid #dde2e8;border-radius:6px;padding:8px 20px 20px;margin:18px 0}
 h2{font-size:19px;margin:12px 0}h3{font-size:15px;margin:22px 0 8px;border-bottom:1px solid #e4e8ee;padding-bottom:3px}h4{font-size:13px;margin:14px 0 6px}
 table{border-collapse:collapse;margin:6px 0 10px;font-size:13px}th,td{padding:3px 10px;border-bottom:1px solid #eceff3;text-align:left;vertical-align:top}
-td.n,th.n{text-align:right;font-variant-numeric:tabular-nums}th{background:#f1f3f6;font-weight:600}
+td.n,th.n{text-align:right;font-variant-numeric:tabular-nums}.date,table.cohorts td:first-child,table.worklist td:nth-child(4){white-space:nowrap}th{background:#f1f3f6;font-weight:600}
 .charts{display:flex;flex-wrap:wrap;gap:18px;align-items:flex-start}.chart svg{max-width:100%;height:auto}
 .censored{color:#8a5a00;background:#fff6e0}.tag{display:inline-block;font-size:11px;padding:0 6px;border-radius:8px;background:#fff0c7;color:#7a4f00}
+.stale{margin:10px 0 0;padding:8px 12px;background:#fff0c7;color:#5c3b00;border-radius:4px;font-size:15px}.note{color:#5c3b00}
 .muted{color:#667085}.warn{color:#a1260d;font-weight:600}code{font-size:12px}
 .step-acknowledge{color:#a1260d}.step-first_contact{color:#b35c00}
 `;
 
 const fmt = (n: number): string => n.toLocaleString('en-US');
+
+/** Labels of the stages a current status maps to: the funnel's, then the off-path outcomes (docs/models.md "Seeds"). */
+const STAGE_LABELS: Record<string, string> = {
+  ...Object.fromEntries(FUNNEL_STAGES.map((s) => [s.stage, s.label])),
+  pre_screen_failed: 'Pre-screen failed',
+  screen_failed: 'Screen failed',
+  dropped: 'Dropped',
+  archived: 'Archived',
+  unmapped: 'Unknown status',
+};
+
+/** The report is this many days newer than its data, or more: the header warns (docs/report.md). */
+export const STALE_DATA_DAYS = 3;
 const pct = (n: number, d: number): string => (d > 0 ? `${((100 * n) / d).toFixed(1)}%` : '–');
 
 /** A site's display name, else its id. */
@@ -86,6 +100,67 @@ function funnelSection(t: TrialReport): Promise<SafeHtml> {
   );
 }
 
+const DAY_MS = 86_400_000;
+const dayNumber = (d: string): number => Date.parse(`${d}T00:00:00Z`) / DAY_MS;
+const dayText = (n: number): string => new Date(Math.round(n) * DAY_MS).toISOString().slice(0, 10);
+
+/** y of the polyline `points` (sorted by x) at `x`, extended along its last segment. */
+function along(points: [number, number][], x: number): number {
+  const found = points.findIndex(([px]) => px >= x);
+  const i = found === -1 ? points.length - 1 : Math.max(found, 1);
+  const [x0, y0] = points[i - 1]!;
+  const [x1, y1] = points[i]!;
+  return x1 === x0 ? y1 : y0 + ((y1 - y0) * (x - x0)) / (x1 - x0);
+}
+
+/**
+ * The chart's data: the past from the weekly enrolments of mart_site_activity, and a band
+ * through the mart's percentiles. The 90th percentile of the count at a time and the 10th
+ * percentile of the date a count is reached lie on one curve (P(N(t) ≥ k) = P(T_k ≤ t)), so
+ * the band's upper edge joins today, the 91-day p90 and the target at its p10 date; the lower
+ * edge the 91-day p10 and the p90 date; the median line likewise (docs/report.md "Forecast").
+ */
+export function forecastChartData(t: TrialReport, f: TrialForecast): ForecastChart {
+  const today = dayNumber(f.asOfDate);
+  const weekly = new Map<string, number>();
+  for (const w of t.siteWeeks) weekly.set(w.week, (weekly.get(w.week) ?? 0) + w.enrolments);
+  let enrolled = 0;
+  const history = [...weekly.entries()]
+    .sort(([a], [b]) => a.localeCompare(b))
+    .filter(([week]) => dayNumber(week) + 7 <= today)
+    .map(([week, n]) => ({ date: dayText(dayNumber(week) + 7), enrolled: (enrolled += n) }));
+  history.push({ date: f.asOfDate, enrolled: f.enrolledToDate });
+  const edge = (count91: number, reached: string | null | undefined): [number, number][] => {
+    const pts: [number, number][] = [[today, f.enrolledToDate], [today + 91, f.enrolledToDate + count91]];
+    if (f.target !== null && reached) pts.push([dayNumber(reached), f.target]);
+    return pts.sort((a, b) => a[0] - b[0]);
+  };
+  const [low, mid, high] = [edge(f.next91d[0], f.reachedOn?.[2]), edge(f.next91d[1], f.reachedOn?.[1]), edge(f.next91d[2], f.reachedOn?.[0])];
+  const xs = [...new Set([...low, ...mid, ...high].map(([x]) => x))].sort((a, b) => a - b);
+  const band = xs.map((x) => ({ date: dayText(x), low: along(low, x), median: along(mid, x), high: along(high, x) }));
+  return { history, band, target: f.target, targetDate: f.targetDate };
+}
+
+async function forecastSection(t: TrialReport): Promise<SafeHtml> {
+  const f = t.forecast;
+  if (f === null) return html``;
+  const reached = f.reachedOn;
+  const svg = await chart(forecastSpec(forecastChartData(t, f)), 'forecast');
+  const probability = f.probabilityByTargetDate === null ? '–' : `${Math.round(100 * f.probabilityByTargetDate)}%`;
+  return html`<h3>Enrolment forecast</h3>
+    <p class="muted">How to read it: of trials forecast like this, about 8 in 10 land inside the 10–90 % band. It assumes the ${fmt(f.siteCount)} sites
+    active today (with a referral) keep their rates, and no site opens or closes (mart_enrolment_forecast; Poisson-gamma model, docs/models.md).
+    Enrolled to date counts every enrolled patient of the trial, those without a created event included, as the site table does.</p>
+    <div class="charts"><table class="forecast" data-forecast="${t.trialId}"><tbody>
+      <tr><th>enrolled to date</th><td class="n" data-col="enrolled_to_date">${fmt(f.enrolledToDate)}</td></tr>
+      <tr><th>target</th><td class="n" data-col="enrolment_target">${f.target === null ? 'none given' : fmt(f.target)}${f.targetDate === null ? '' : html` by <span class="date">${f.targetDate}</span>`}</td></tr>
+      <tr><th>enrolments, next 91 days</th><td class="n" data-col="next_91d">${fmt(f.next91d[1])} <span class="muted">(${fmt(f.next91d[0])}–${fmt(f.next91d[2])})</span></td></tr>
+      ${reached === null ? '' : html`<tr><th>target reached on</th><td class="n" data-col="target_reached_on"><span class="date">${reached[1] ?? 'beyond 100 years'}</span>
+        <span class="muted">(<span class="date">${reached[0] ?? '–'}</span> – <span class="date">${reached[2] ?? 'beyond 100 years'}</span>)</span></td></tr>`}
+      ${f.probabilityByTargetDate === null ? '' : html`<tr><th>chance of the target by its date</th><td class="n" data-col="probability">${probability}</td></tr>`}
+    </tbody></table>${svg}</div>`;
+}
+
 async function activitySection(t: TrialReport): Promise<SafeHtml> {
   const charted = chartedSites(t.siteTotals);
   const byKey = new Map<string, ChartRow>();
@@ -104,7 +179,8 @@ async function activitySection(t: TrialReport): Promise<SafeHtml> {
       <td class="n">${fmt(s.weeks)}</td><td class="n" data-col="referrals_received">${fmt(s.referralsReceived)}</td><td class="n">${fmt(s.referralsAcknowledged)}</td>
       <td class="n">${fmt(s.firstContactAttempts)}</td><td class="n">${fmt(s.patientsReached)}</td><td class="n">${fmt(s.screenings)}</td>
       <td class="n" data-col="enrolments">${fmt(s.enrolments)}</td>
-      <td class="n${s.enrolmentsLast4Weeks === 0 ? ' warn' : ''}">${fmt(s.enrolmentsLast4Weeks)}</td></tr>`,
+      <td class="n${s.enrolmentsLast4Weeks === 0 ? ' warn' : ''}">${fmt(s.enrolmentsLast4Weeks)}</td>
+      ${rateCell(s)}</tr>`,
   );
   const months = t.months.map((m) => html`<th class="n" colspan="2" data-month="${m.month}">${m.month.slice(0, 7)}${m.isComplete ? '' : html` <span class="tag">partial</span>`}</th>`);
   const monthly = t.siteMonths.map(
@@ -125,8 +201,32 @@ async function activitySection(t: TrialReport): Promise<SafeHtml> {
     <div class="charts">${charts}</div>
     <table class="sites"><thead><tr><th>site</th><th class="n">weeks</th><th class="n">referrals received</th><th class="n">acknowledged</th>
       <th class="n">first contact attempts</th><th class="n">reached</th><th class="n">screenings</th><th class="n">enrolments</th>
-      <th class="n">enrolments, last 4 complete weeks</th></tr></thead><tbody>${table}</tbody></table>
+      <th class="n">enrolments, last 4 complete weeks</th><th class="n">enrolment rate per 30 days (10–90 %)</th></tr></thead><tbody>${table}</tbody></table>
+    ${enrolledNote(t)}
     ${monthlyTable}`;
+}
+
+/**
+ * Why the site table's enrolments may not sum to the funnel's Enrolled: the site table counts
+ * every patient's activity, orphans (no created event yet) at the site of their first event;
+ * the funnel counts referred patients only (docs/report.md "One story").
+ */
+function enrolledNote(t: TrialReport): SafeHtml | '' {
+  const sites = t.siteTotals.reduce((n, s) => n + s.enrolments, 0);
+  const funnel = t.funnel.stages.find((s) => s.stage === 'enrolled')?.count ?? 0;
+  if (sites === funnel) return '';
+  const orphans = t.dq['dq_orphan_events'] ?? 0;
+  return html`<p class="note" data-note="enrolled-mismatch">The sites' enrolments sum to <b>${fmt(sites)}</b>, the funnel's Enrolled is <b>${fmt(funnel)}</b>:
+    this table counts every enrolled patient at its site, including patients whose created event has not arrived yet (orphans: ${fmt(orphans)} orphan
+    event(s) in this trial, see dq_orphan_events); the funnel counts referred patients only.</p>`;
+}
+
+/** A site's enrolment rate per 30 days: median (p10–p90), in red when surely below the trial's typical site. */
+function rateCell(s: SiteTotals): SafeHtml {
+  if (s.rate === null) return html`<td class="n muted">–</td>`;
+  const r = s.rate;
+  return html`<td class="n${r.isBelowTrial ? ' warn' : ''}" data-col="rate"${r.isBelowTrial ? html` title="surely slower than the trial's typical site"` : ''}>${r.p50.toFixed(1)}
+    <span class="muted">(${r.p10.toFixed(1)}–${r.p90.toFixed(1)})</span></td>`;
 }
 
 async function timingSection(t: TrialReport): Promise<SafeHtml> {
@@ -182,7 +282,9 @@ function worklistSection(t: TrialReport, n: number): SafeHtml {
     ${s.rows.map(
       (r) => html`<tr><td class="n">${r.rank}</td><td><code>${r.patientKey}</code></td><td class="step-${r.step}">${r.step.replaceAll('_', ' ')}</td>
         <td>${r.referralDate}</td><td class="n">${fmt(r.ageDays)}</td><td>${r.isAcknowledged ? 'yes' : 'no'}</td><td class="n">${fmt(r.contactAttemptCount)}</td>
-        <td class="n">${r.daysSinceLastAttempt === null ? '–' : fmt(r.daysSinceLastAttempt)}</td><td>${r.currentStatus ?? '(none)'}</td></tr>`,
+        <td class="n">${r.daysSinceLastAttempt === null ? '–' : fmt(r.daysSinceLastAttempt)}</td>
+        <td data-col="current_status" title="${r.currentStatus ?? ''}">${r.currentStage === null ? '(none)' : (STAGE_LABELS[r.currentStage] ?? r.currentStage)}${
+          r.currentStage === 'unmapped' ? html` <code>${r.currentStatus ?? ''}</code>` : ''}</td></tr>`,
     )}</tbody></table>`,
   );
   return html`<h3>Open referrals worklist</h3>
@@ -220,8 +322,17 @@ function dqSection(dq: DataQuality, trials: TrialReport[]): SafeHtml {
     </section>`;
 }
 
+/** A banner when the data is {@link STALE_DATA_DAYS} days or more older than the report. */
+function staleNote(asOfAt: string | null, generatedAt: string): SafeHtml | '' {
+  if (asOfAt === null) return '';
+  const days = Math.floor((Date.parse(generatedAt) - Date.parse(asOfAt)) / DAY_MS);
+  if (!(days >= STALE_DATA_DAYS)) return '';
+  return html`<p class="stale" data-stale-days="${days}">The data is <b>${fmt(days)} days</b> older than this report: the newest event is of
+    <span class="date">${asOfAt.slice(0, 10)}</span>. Every number and forecast below is as of that date.</p>`;
+}
+
 async function trialSection(t: TrialReport, index: number, n: number): Promise<SafeHtml> {
-  const parts: HtmlValue[] = [await funnelSection(t), await activitySection(t), await timingSection(t), cohortSection(t), worklistSection(t, n)];
+  const parts: HtmlValue[] = [await funnelSection(t), await forecastSection(t), await activitySection(t), await timingSection(t), cohortSection(t), worklistSection(t, n)];
   return html`<section class="trial" id="trial-${index + 1}" data-trial="${t.trialId}"><h2>Trial ${t.trialId}</h2>${parts}</section>`;
 }
 
@@ -242,7 +353,8 @@ export async function renderReport(data: ReportData, meta: ReportMeta): Promise<
 <title>Recruitment report${data.asOfAt ? ` as of ${data.asOfAt}` : ''}</title>
 <style>${new SafeHtml(STYLE)}</style></head>
 <body><header><h1>Recruitment report</h1>
-<p>Data as of <b data-as-of="${data.asOfAt ?? ''}">${data.asOfAt ?? 'no referral yet'}</b> · written ${meta.generatedAt}${meta.runId ? ` by run ${meta.runId}` : ''}</p></header>
+<p>Data as of <b class="date" data-as-of="${data.asOfAt ?? ''}">${data.asOfAt ?? 'no referral yet'}</b> · written <span class="date">${meta.generatedAt}</span>${meta.runId ? ` by run ${meta.runId}` : ''}</p>
+${staleNote(data.asOfAt, meta.generatedAt)}</header>
 <main><nav>${data.trials.map((t, i) => html`<a href="#trial-${i + 1}">Trial ${t.trialId}</a>`)}<a href="#data-quality">Data quality</a></nav>
 ${data.trials.length === 0 ? html`<p>No trial in the marts yet.</p>` : trials}
 ${dqSection(data.dataQuality, data.trials)}

@@ -62,6 +62,34 @@ export interface SiteTotals {
   enrolments: number;
   /** Enrolments in the last four complete weeks. */
   enrolmentsLast4Weeks: number;
+  /** The site's enrolment rate per 30 days (`mart_site_enrolment_forecast`); null when it has no referral. */
+  rate: SiteRate | null;
+}
+
+/** A site's posterior enrolment rate, patients per 30 days (`mart_site_enrolment_forecast`). */
+export interface SiteRate {
+  p10: number;
+  p50: number;
+  p90: number;
+  /** The site's p90 is below the trial's typical site rate (`is_rate_below_trial`). */
+  isBelowTrial: boolean;
+}
+
+/** A trial's enrolment forecast (`mart_enrolment_forecast`, docs/models.md "Enrolment forecast"). */
+export interface TrialForecast {
+  /** Patients of the trial enrolled by `as_of_at`, orphans included. */
+  enrolledToDate: number;
+  siteCount: number;
+  /** Percentiles 10, 50, 90 of the enrolments of the next 91 days. */
+  next91d: [number, number, number];
+  target: number | null;
+  /** `YYYY-MM-DD` or null. */
+  targetDate: string | null;
+  /** Percentiles 10, 50, 90 of the date the target is reached (`YYYY-MM-DD`; null beyond 100 years); null without a target. */
+  reachedOn: [string | null, string | null, string | null] | null;
+  probabilityByTargetDate: number | null;
+  /** `as_of_at`'s date, `YYYY-MM-DD`: where every forecast starts. */
+  asOfDate: string;
 }
 
 /** One site's last months (`mart_site_activity_monthly`): referrals and enrolments per month. */
@@ -120,6 +148,8 @@ export interface WorklistRow {
   contactAttemptCount: number;
   daysSinceLastAttempt: number | null;
   currentStatus: string | null;
+  /** The stage of the current status (`current_stage`: the funnel's stages, off-path outcomes, or `unmapped`). */
+  currentStage: string | null;
 }
 
 /** One site's part of the worklist: its open count and its oldest rows. */
@@ -142,6 +172,8 @@ export interface TrialReport {
   timing: TrialTiming;
   cohorts: CohortWeek[];
   worklist: WorklistSite[];
+  /** Null when the trial has no referral (or the warehouse predates the forecast models). */
+  forecast: TrialForecast | null;
   /** Counts of this trial's rows in the `dq_` models that carry a trial. */
   dq: Record<string, number>;
 }
@@ -226,8 +258,15 @@ export async function readReportData(wh: Warehouse, worklistRows: number): Promi
     )
   ).map((r) => r.trial_id);
 
+  const forecasts = present.has('mart_enrolment_forecast') && present.has('mart_site_enrolment_forecast') ? await readForecasts(wh) : new Map();
   const trials: TrialReport[] = [];
-  for (const trialId of trialIds) trials.push(await readTrial(wh, trialId, worklists.get(trialId) ?? []));
+  for (const trialId of trialIds) {
+    const trial = await readTrial(wh, trialId, worklists.get(trialId) ?? []);
+    const f = forecasts.get(trialId);
+    trial.forecast = f?.forecast ?? null;
+    for (const site of trial.siteTotals) site.rate = f?.rates.get(site.siteId) ?? null;
+    trials.push(trial);
+  }
   return { asOfAt: asOf?.as_of ?? null, trials, dataQuality: await readDataQuality(wh), worklistRows };
 }
 
@@ -240,7 +279,7 @@ async function readWorklists(wh: Warehouse, worklistRows: number): Promise<Map<s
   const rows = await wh.all<Record<string, unknown>>(
     `select trial_id, site_id, site_name, count(*) over (partition by trial_id, site_id) as open_count,
        worklist_rank, patient_key, worklist_step, strftime(referral_date, '%Y-%m-%d') as referral_date, age_days,
-       is_acknowledged, contact_attempt_count, days_since_last_attempt, current_status
+       is_acknowledged, contact_attempt_count, days_since_last_attempt, current_status, current_stage
      from main.mart_open_referrals
      qualify worklist_rank <= ?
      order by trial_id, site_id, worklist_rank`,
@@ -267,6 +306,7 @@ async function readWorklists(wh: Warehouse, worklistRows: number): Promise<Map<s
       contactAttemptCount: num(r['contact_attempt_count']),
       daysSinceLastAttempt: numOrNull(r['days_since_last_attempt']),
       currentStatus: (r['current_status'] as string | null) ?? null,
+      currentStage: (r['current_stage'] as string | null) ?? null,
     });
   }
   return out;
@@ -331,6 +371,7 @@ async function readTrial(wh: Warehouse, trialId: string, worklist: WorklistSite[
     screenings: num(r['screenings']),
     enrolments: num(r['enrolments']),
     enrolmentsLast4Weeks: num(r['enrolments_last4']),
+    rate: null,
   }));
 
   const monthRows = await wh.all<Record<string, unknown>>(
@@ -414,7 +455,51 @@ async function readTrial(wh: Warehouse, trialId: string, worklist: WorklistSite[
   );
   const dq = Object.fromEntries(dqRows.map((r) => [r.check_name, Number(r.n)]));
 
-  return { trialId, funnel, siteWeeks, siteTotals, months, siteMonths, timing, cohorts, worklist, dq };
+  return { trialId, funnel, siteWeeks, siteTotals, months, siteMonths, timing, cohorts, worklist, forecast: null, dq };
+}
+
+const dateOrNull = (v: unknown): string | null => (v === null || v === undefined ? null : String(v));
+
+/**
+ * Every trial's forecast and its sites' rate intervals, from `mart_enrolment_forecast` and
+ * `mart_site_enrolment_forecast` (docs/models.md "Enrolment forecast").
+ */
+async function readForecasts(wh: Warehouse): Promise<Map<string, { forecast: TrialForecast; rates: Map<string, SiteRate> }>> {
+  const out = new Map<string, { forecast: TrialForecast; rates: Map<string, SiteRate> }>();
+  const day = (c: string): string => `strftime(${c}, '%Y-%m-%d') as ${c}`;
+  for (const r of await wh.all<Record<string, unknown>>(
+    `select trial_id, enrolled_to_date, site_count, enrolments_next_91d_p10, enrolments_next_91d_p50, enrolments_next_91d_p90,
+       enrolment_target, ${day('target_date')}, ${day('target_reached_on_p10')}, ${day('target_reached_on_p50')}, ${day('target_reached_on_p90')},
+       probability_target_met_by_target_date, strftime(as_of_at, '%Y-%m-%d') as as_of_date
+     from main.mart_enrolment_forecast order by trial_id`,
+  )) {
+    const target = numOrNull(r['enrolment_target']);
+    out.set(String(r['trial_id']), {
+      rates: new Map(),
+      forecast: {
+        enrolledToDate: num(r['enrolled_to_date']),
+        siteCount: num(r['site_count']),
+        next91d: [num(r['enrolments_next_91d_p10']), num(r['enrolments_next_91d_p50']), num(r['enrolments_next_91d_p90'])],
+        target,
+        targetDate: dateOrNull(r['target_date']),
+        reachedOn: target === null ? null : [dateOrNull(r['target_reached_on_p10']), dateOrNull(r['target_reached_on_p50']), dateOrNull(r['target_reached_on_p90'])],
+        probabilityByTargetDate: numOrNull(r['probability_target_met_by_target_date']),
+        asOfDate: String(r['as_of_date']),
+      },
+    });
+  }
+  for (const r of await wh.all<Record<string, unknown>>(
+    `select trial_id, site_id, enrolment_rate_per_30d_p10, enrolment_rate_per_30d_p50, enrolment_rate_per_30d_p90, is_rate_below_trial
+     from main.mart_site_enrolment_forecast`,
+  )) {
+    out.get(String(r['trial_id']))?.rates.set(String(r['site_id']), {
+      p10: num(r['enrolment_rate_per_30d_p10']),
+      p50: num(r['enrolment_rate_per_30d_p50']),
+      p90: num(r['enrolment_rate_per_30d_p90']),
+      isBelowTrial: r['is_rate_below_trial'] === true,
+    });
+  }
+  return out;
 }
 
 async function readDataQuality(wh: Warehouse): Promise<DataQuality> {

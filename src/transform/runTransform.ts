@@ -24,7 +24,7 @@ import { MACROS_DIR, MODELS_DIR, SEEDS_DIR } from '../paths.js';
 import { dataErrorClass, UNORDERED_WRITES, type Warehouse } from '../warehouse/Warehouse.js';
 import { type CompiledModel, compileModel, loadMacros, quoteIdent } from './compileModel.js';
 import { orderModels } from './orderModels.js';
-import { loadSeedSpecs, seedSql } from './seeds.js';
+import { loadSeedSpecs, seedSql, validateTrialTargets } from './seeds.js';
 
 /** Options of {@link runTransform}. */
 export interface TransformOptions {
@@ -49,6 +49,12 @@ export interface TransformOptions {
    * place of the packaged, header-only file (docs/models.md "Site names").
    */
   siteNames?: string;
+  /**
+   * The operator's CSV of enrolment targets (`--trial-targets`), validated line by line and
+   * loaded as `seed_trial_targets` in place of the packaged, header-only file (docs/models.md
+   * "Trial targets").
+   */
+  trialTargets?: string;
 }
 
 /** One model or seed built. */
@@ -138,16 +144,17 @@ function modelFailure(err: unknown): { why: string; cause?: unknown } {
  * @returns seeds and models built (rows, ms) and the dq counts
  * @throws {TransformError} a model or seed failed (named, with DuckDB's message), a cycle,
  *   an unknown ref or unsupported Jinja; nothing of this transform is then committed
- * @throws {ConfigError} the `siteNames` file cannot be read or loaded, or lacks a column (nothing committed)
+ * @throws {ConfigError} the `siteNames` or `trialTargets` file cannot be read or loaded, or lacks a column,
+ *   or a line of `trialTargets` is invalid (nothing committed)
  */
 export async function runTransform(wh: Warehouse, options: TransformOptions = {}): Promise<TransformResult> {
   const started = performance.now();
   const logger = (options.logger ?? silentLogger()).child({ stage: 'transform' });
   const schema = options.schema ?? 'main';
-  const seedSpecs = loadSeedSpecs(
-    options.seedsDir ?? SEEDS_DIR,
-    options.siteNames === undefined ? [] : [{ seed: 'seed_site_names', path: options.siteNames, option: '--site-names' }],
-  );
+  const seedSpecs = loadSeedSpecs(options.seedsDir ?? SEEDS_DIR, [
+    ...(options.siteNames === undefined ? [] : [{ seed: 'seed_site_names', path: options.siteNames, option: '--site-names' }]),
+    ...(options.trialTargets === undefined ? [] : [{ seed: 'seed_trial_targets', path: options.trialTargets, option: '--trial-targets', validate: validateTrialTargets }]),
+  ]);
   const compiled = compileModels(options.modelsDir ?? MODELS_DIR, schema);
   let ordered = orderModels(compiled, seedSpecs.map((s) => s.name));
   if (options.only) {

@@ -44,6 +44,11 @@ export interface SeedOverride {
   path: string;
   /** The option that named the file, for error messages, e.g. `--site-names`. */
   option: string;
+  /**
+   * Checks the file's values before it is loaded (e.g. {@link validateTrialTargets}); throws
+   * a message naming the line and column, which the loader prefixes with the option and file.
+   */
+  validate?: (text: string) => void;
 }
 
 const PROPERTIES_FILE = '_seeds.yml';
@@ -93,10 +98,23 @@ function parseHeader(line: string): string[] {
     .map((c) => c.trim().replace(/^"(.*)"$/, '$1'));
 }
 
+/**
+ * The text of a seed CSV, packaged or the operator's: the one place such files are read, so a
+ * bound on the reader applies to every seed file.
+ * @throws the file system's error (ENOENT, EISDIR, ...)
+ */
+function readSeedText(path: string): string {
+  return readFileSync(path, 'utf8');
+}
+
+/** The header of a CSV text (first line). */
+function headerOf(text: string): string[] {
+  return parseHeader(text.split(/\r?\n/, 1)[0] ?? '');
+}
+
 /** The header of a CSV file (first line). */
 function readHeader(path: string): string[] {
-  const first = readFileSync(path, 'utf8').split(/\r?\n/, 1)[0] ?? '';
-  return parseHeader(first);
+  return headerOf(readSeedText(path));
 }
 
 /** The folder of this process's copies of operator CSVs (0700), removed when the process exits. */
@@ -109,11 +127,11 @@ let copiesDir: string | undefined;
  * which is what DuckDB and the models' digest then read, so that a path swapped meanwhile
  * (for a FIFO, or a larger file) is never read (docs/contracts.md "Input files").
  *
- * @returns the private copy's path and the header of the operator's file
+ * @returns the private copy's path, the header of the operator's file and its text (UTF-8)
  * @throws {ConfigError} naming the option: unreadable, not a regular file, over 16 MiB (exit 2)
  * @throws {WarehouseError} the copy cannot be written: the temporary directory is full or read-only (exit 7)
  */
-function readOperatorCsv(o: SeedOverride): { copy: string; header: string[] } {
+function readOperatorCsv(o: SeedOverride): { copy: string; header: string[]; text: string } {
   const bytes = readInputFile(o.path, { option: o.option, maxBytes: INPUT_FILE_MAX_BYTES.csv });
   let copy: string;
   try {
@@ -129,7 +147,7 @@ function readOperatorCsv(o: SeedOverride): { copy: string; header: string[] } {
   }
   const nl = bytes.indexOf(0x0a);
   const first = (nl < 0 ? bytes : bytes.subarray(0, nl)).toString('utf8').replace(/\r$/, '');
-  return { copy, header: parseHeader(first) };
+  return { copy, header: parseHeader(first), text: bytes.toString('utf8') };
 }
 
 /**
@@ -166,7 +184,7 @@ export function loadSeedSpecs(dir: string, overrides: readonly SeedOverride[] = 
       specs.push({ name, path: packaged, columns: header.map((c) => ({ name: c, type: types[c] ?? 'varchar' })) });
       continue;
     }
-    const { copy: path, header: own } = readOperatorCsv(override);
+    const { copy: path, header: own, text } = readOperatorCsv(override);
     const missing = header.filter((c) => !own.includes(c));
     if (missing.length > 0) {
       throw new ConfigError(`${override.option} ${override.path}: the header lacks column(s) ${missing.join(', ')}`, {
@@ -175,6 +193,11 @@ export function loadSeedSpecs(dir: string, overrides: readonly SeedOverride[] = 
     }
     const dup = own.find((c, i) => own.indexOf(c) !== i);
     if (dup !== undefined) throw new ConfigError(`${override.option} ${override.path}: the header names column ${dup} twice`);
+    try {
+      override.validate?.(text);
+    } catch (err) {
+      throw new ConfigError(`${override.option} ${override.path}: ${(err as Error).message}`, { hint: 'fix that line of the file (docs/models.md describes its values)' });
+    }
     specs.push({
       name,
       path,
@@ -194,4 +217,76 @@ export function seedSql(spec: SeedSpec, schema = 'main'): string {
     `select ${select} from read_csv(${sqlString(spec.path)}, header = true, auto_detect = false, ` +
     `delim = ',', quote = '"', escape = '"', columns = {${cols}})`
   );
+}
+
+/**
+ * The records of a CSV text (RFC 4180: `"` quotes, `""` inside quotes), each with the line it
+ * starts on (1-based). A quoted field may not span lines (seed values are one line each).
+ * @throws {Error} an unterminated quote or a quote inside an unquoted field (naming the line)
+ */
+export function parseCsvRecords(text: string): { line: number; fields: string[] }[] {
+  const records: { line: number; fields: string[] }[] = [];
+  const lines = text.replace(/^\uFEFF/, '').split(/\r?\n/);
+  lines.forEach((raw, i) => {
+    if (raw.trim() === '') return;
+    const fields: string[] = [];
+    let pos = 0;
+    for (;;) {
+      let field = '';
+      if (raw[pos] === '"') {
+        const end = /^"((?:[^"]|"")*)"(?=,|$)/.exec(raw.slice(pos));
+        if (!end) throw new Error(`line ${i + 1}: a quoted field is not closed on its line`);
+        field = end[1]!.replaceAll('""', '"');
+        pos += end[0].length;
+      } else {
+        const next = raw.indexOf(',', pos);
+        field = raw.slice(pos, next === -1 ? raw.length : next);
+        if (field.includes('"')) throw new Error(`line ${i + 1}: a quote inside an unquoted field`);
+        pos = next === -1 ? raw.length : next;
+      }
+      fields.push(field);
+      if (pos >= raw.length) break;
+      pos++; // the comma
+    }
+    records.push({ line: i + 1, fields });
+  });
+  return records;
+}
+
+const ISO_DATE_RE = /^(\d{4})-(\d{2})-(\d{2})$/;
+
+/** True for a real calendar date written YYYY-MM-DD, years 1900–2199 (docs/models.md "Time"). */
+function isIsoDate(text: string): boolean {
+  const m = ISO_DATE_RE.exec(text);
+  if (!m) return false;
+  const [y, mo, d] = [Number(m[1]), Number(m[2]), Number(m[3])];
+  const date = new Date(Date.UTC(y, mo - 1, d));
+  return y >= 1900 && y < 2200 && date.getUTCMonth() === mo - 1 && date.getUTCDate() === d;
+}
+
+/**
+ * Check the operator's enrolment targets (docs/models.md "Trial targets"): the header names
+ * `trial_id`, `enrolment_target`, `target_date` (others ignored); on each line `trial_id` is
+ * not empty and not repeated, `enrolment_target` is a whole number from 1 to 10^9, and
+ * `target_date` is empty or an ISO date (YYYY-MM-DD).
+ * @throws {Error} the first bad value, as `line N, column C: …` (values are not quoted back)
+ */
+export function validateTrialTargets(text: string): void {
+  const [header, ...rows] = parseCsvRecords(text);
+  if (header === undefined) throw new Error('the file is empty');
+  const col = (name: string): number => header.fields.map((f) => f.trim()).indexOf(name);
+  const [trial, target, date] = [col('trial_id'), col('enrolment_target'), col('target_date')];
+  const seen = new Map<string, number>();
+  for (const { line, fields } of rows) {
+    const at = (name: string, why: string): Error => new Error(`line ${line}, column ${name}: ${why}`);
+    if (fields.length !== header.fields.length) throw new Error(`line ${line}: ${fields.length} fields where the header has ${header.fields.length}`);
+    const id = fields[trial]!;
+    if (id.trim() === '') throw at('trial_id', 'empty');
+    if (seen.has(id)) throw at('trial_id', `the trial is already on line ${seen.get(id)!}`);
+    seen.set(id, line);
+    const n = fields[target]!.trim();
+    if (!/^\d{1,10}$/.test(n) || Number(n) < 1 || Number(n) > 1e9) throw at('enrolment_target', 'not a whole number from 1 to 1000000000');
+    const d = fields[date]!.trim();
+    if (d !== '' && !isIsoDate(d)) throw at('target_date', 'not empty and not a date YYYY-MM-DD');
+  }
 }

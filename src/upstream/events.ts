@@ -13,7 +13,7 @@ import { createHash } from 'node:crypto';
 import { AuthError, ConfigError, EtlError, UpstreamContractError, UpstreamUnavailableError } from '../errors.js';
 import { silentLogger, type Logger } from '../log/logger.js';
 import type { TokenProvider } from './auth.js';
-import { redactUrl, type HttpClient, type HttpResponse } from './http.js';
+import { redactUrl, serverChosenUrl, type HttpClient, type HttpResponse } from './http.js';
 import { notJson } from './json.js';
 import { JsonSyntaxError, type PageContent, readEventsPage } from './page.js';
 
@@ -109,6 +109,7 @@ export function cursorProblem(url: string, origin: string): string | undefined {
     return 'is not an absolute URL';
   }
   if (u.username !== '' || u.password !== '') return 'carries user info';
+  // Origin (or scheme) only: the path of a URL the server chose may hold a subject id.
   if (u.origin !== origin) return `is on origin ${u.protocol === 'http:' || u.protocol === 'https:' ? u.origin : u.protocol}, not the configured ${origin}`;
   return undefined;
 }
@@ -161,13 +162,15 @@ export class EventsClient {
     if (problem !== undefined) {
       throw new UpstreamContractError(`refusing to send the token: the page URL ${problem}`);
     }
-    const where = redactUrl(url);
+    // A URL built from the configuration is named by origin + path; a cursor, which the
+    // server chose, by its origin only (docs/ingest.md "What messages name").
+    const where = opts.firstOfNewStream === true ? redactUrl(url) : `${serverChosenUrl(url)} (the stream's cursor)`;
     for (let authAttempt = 1; ; authAttempt++) {
       const token = await this.tokens.getToken(signal);
       const res = await this.http.getText(
         url,
         { authorization: `Bearer ${token}`, 'content-type': 'application/json', accept: 'application/json' },
-        { label: 'events', parse: parsePage, ...(signal ? { signal } : {}) },
+        { label: 'events', name: where, parse: parsePage, ...(signal ? { signal } : {}) },
       );
       if (res.status === 401) {
         this.tokens.invalidate(token);

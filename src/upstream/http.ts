@@ -23,7 +23,7 @@
  * @module
  */
 import { setTimeout as sleepTimer } from 'node:timers/promises';
-import { Agent, type Dispatcher } from 'undici';
+import { Agent, errors as undiciErrors, type Dispatcher } from 'undici';
 import { ConfigError, EtlError, UpstreamContractError, UpstreamUnavailableError } from '../errors.js';
 import { silentLogger, type Logger } from '../log/logger.js';
 
@@ -57,10 +57,11 @@ export interface HttpPolicy {
    */
   maxRetryAfterMs: number;
   /**
-   * Largest response body accepted, bytes. Default 16 MiB: the extract's memory grows with its
-   * largest page (`docs/performance.md` "Wide events"). A bigger body fails at once with
-   * {@link UpstreamUnavailableError} and is NOT retried: the same URL returns the same page
-   * again, so the fix is a smaller `--page-size` (or a larger limit), not another try.
+   * Largest response body accepted, bytes (`--max-page-bytes`). Default 256 MiB: the body is
+   * held once (one buffer) while its page is read (`docs/performance.md` "Wide events"). A
+   * bigger body fails at once with {@link UpstreamContractError} (exit 6) naming the option and
+   * is NOT retried: the same URL returns the same page again, and the page size of a stream
+   * is fixed by its cursor.
    */
   maxResponseBytes: number;
   /**
@@ -82,7 +83,7 @@ export const DEFAULT_HTTP_POLICY: Readonly<HttpPolicy> = Object.freeze({
   minRetryDelayMs: 500,
   maxRetryDelayMs: 30_000,
   maxRetryAfterMs: 120_000,
-  maxResponseBytes: 16 * 1024 * 1024,
+  maxResponseBytes: 256 * 1024 * 1024,
 });
 
 /** Construction options of {@link HttpClient}; everything is injectable for tests. */
@@ -129,6 +130,13 @@ export interface RequestOptions<T = never> {
   signal?: AbortSignal;
   /** A short name of the call for logs, e.g. `events`, `token`, `sites`. */
   label?: string;
+  /**
+   * How messages and logs name the URL: what the job asked for, never what the server chose
+   * (`docs/ingest.md` "What messages name"). Default: origin + path ({@link redactUrl}), for a
+   * URL built from the configuration. A URL the server chose (a `nextPage`) must be named by
+   * its origin only ({@link serverChosenUrl}): its path may hold anything, a subject id too.
+   */
+  name?: string;
   /**
    * Parses a 2xx response inside the retry loop. Throw {@link TransientBodyError} for a body
    * that is unreadable (not JSON, truncated): the whole request is sent again to the same URL
@@ -185,11 +193,30 @@ function errorCode(err: unknown): string | undefined {
   return typeof code === 'string' ? code : undefined;
 }
 
-/** Origin + path of a URL, without query string or fragment: the only form that is logged. */
+/**
+ * Origin + path of a URL, without query string or fragment: how a URL built from the
+ * configuration is logged. A URL the server chose goes through {@link serverChosenUrl}.
+ */
 export function redactUrl(url: string | URL): string {
   try {
     const u = typeof url === 'string' ? new URL(url) : url;
     return `${u.origin}${u.pathname}`;
+  } catch {
+    return '(invalid URL)';
+  }
+}
+
+/**
+ * The name of a URL the server chose (a `nextPage`, a redirect's `Location`) in messages and
+ * logs: its origin only, or `(invalid URL)`; never its path or query, which may hold a subject
+ * id (`docs/ingest.md` "What messages name").
+ *
+ * @param url absolute, or relative to `base`
+ */
+export function serverChosenUrl(url: string, base?: URL): string {
+  try {
+    const u = new URL(url, base);
+    return u.protocol === 'http:' || u.protocol === 'https:' ? u.origin : `a ${u.protocol.replace(/[^a-z0-9+.-]/gi, '').slice(0, 20)} URL`;
   } catch {
     return '(invalid URL)';
   }
@@ -282,10 +309,10 @@ export class HttpClient {
    * @param headers every request header (nothing is added but `user-agent`)
    * @returns 2xx and 4xx (except 408 and 429) responses, body fully read, for the caller to interpret
    * @throws {UpstreamUnavailableError} (exit 4) once `maxAttempts` are spent, when `Retry-After`
-   *   exceeds `maxRetryAfterMs`, when the body exceeds `maxResponseBytes`, or at the deadline;
-   *   the message names method, origin + path (no query), the last status or error and the attempts
-   * @throws {UpstreamContractError} (exit 6) on a 3xx (redirects are not followed) or an
-   *   unrequested content-encoding
+   *   exceeds `maxRetryAfterMs`, or at the deadline; the message names method, origin + path
+   *   (no query), the last status or error and the attempts
+   * @throws {UpstreamContractError} (exit 6) on a 3xx (redirects are not followed), an
+   *   unrequested content-encoding, or a body over `maxResponseBytes`
    * @throws the signal's reason when `opts.signal` aborts
    */
   getText<T = never>(url: string, headers: Record<string, string>, opts: RequestOptions<T> = {}): Promise<HttpResponse<T>> {
@@ -335,7 +362,7 @@ export class HttpClient {
     if (target.protocol !== 'http:' && target.protocol !== 'https:') {
       throw new ConfigError(`${opts.label ?? 'upstream'} URL must be http or https, not ${target.protocol}`);
     }
-    const where = `${target.origin}${target.pathname}`;
+    const where = opts.name ?? `${target.origin}${target.pathname}`;
     const logFields = { method, url: where, label: opts.label };
     let last: AttemptFailure | undefined;
 
@@ -375,7 +402,7 @@ export class HttpClient {
           await dump(res.body, bodyMs);
           const location = headerValue(res.headers.location);
           throw new UpstreamContractError(
-            `${method} ${where} answered HTTP ${status}, a redirect${location ? ` to ${redactUrl(safeResolve(location, target))}` : ''}; redirects are not followed`,
+            `${method} ${where} answered HTTP ${status}, a redirect${location ? ` to ${serverChosenUrl(location, target)}` : ''}; redirects are not followed`,
             { hint: 'check --base-url / --auth-url: the configured origin must answer directly' },
           );
         }
@@ -400,13 +427,7 @@ export class HttpClient {
         } else if (err instanceof EtlError) {
           throw err;
         } else {
-          const code = errorCode(err);
-          if (code === 'UND_ERR_RES_EXCEEDED_MAX_SIZE') throw this.oversize(method, where);
-          if (code === undefined || !(RETRYABLE_CODES.has(code) || code.startsWith('HPE_'))) {
-            if (code === 'UND_ERR_INVALID_ARG' || code === undefined) throw err;
-            throw new UpstreamUnavailableError(`${method} ${where} failed: ${code}`, { cause: err });
-          }
-          failure = { reason: REASON_BY_CODE[code] ?? code };
+          failure = this.networkFailure(err, method, where);
         }
       } finally {
         clearTimeout(headTimer);
@@ -499,6 +520,35 @@ export class HttpClient {
     }
   }
 
+  /**
+   * What a failed request (no response, or a response undici refused) is: a retried failure
+   * with a reason from our vocabulary, or thrown at once. Every error undici raises is the
+   * upstream's (`docs/ingest.md` "Framing"): malformed framing or headers (`HTTPParserError`,
+   * whose `code` undici leaves empty), a length mismatch, a socket closed, are retried then
+   * exit 4; a request undici refuses to build from a server-sent value (a cursor, a token:
+   * `InvalidArgumentError`) is exit 6. Messages never quote the error's text or data.
+   * @returns the failure to retry (the last one becomes {@link UpstreamUnavailableError}, exit 4)
+   * @throws {UpstreamContractError} (exit 6) for a body over the limit or a request undici refuses
+   * @throws `err` itself when it is neither undici's nor a socket's (a bug of ours: exit 1)
+   */
+  private networkFailure(err: unknown, method: string, where: string): AttemptFailure {
+    const code = errorCode(err);
+    if (err instanceof undiciErrors.HTTPParserError || (code !== undefined && code.startsWith('HPE_'))) {
+      return { reason: 'malformed HTTP response (framing or headers not HTTP/1.1)' };
+    }
+    if (code === 'UND_ERR_RES_EXCEEDED_MAX_SIZE') throw this.oversize(method, where);
+    if (code !== undefined && RETRYABLE_CODES.has(code)) return { reason: REASON_BY_CODE[code] ?? code };
+    if (code === 'UND_ERR_INVALID_ARG' || err instanceof undiciErrors.InvalidArgumentError) {
+      throw new UpstreamContractError(`${method} ${where} could not be sent: a value the upstream issued (a cursor or a token) is not valid in an HTTP request`, {
+        hint: 'report it to the API provider; nothing was sent',
+      });
+    }
+    if (err instanceof undiciErrors.UndiciError || (code !== undefined && /^(UND_ERR_|E[A-Z]+$)/.test(code))) {
+      return { reason: `network error ${safeCode(code)}` };
+    }
+    throw err;
+  }
+
   /** Time left before the deadline, ms; throws when it has passed. */
   private remainingMs(method: string, where: string, attempt: number, last: AttemptFailure | undefined): number {
     const deadline = this.policy.deadlineMs;
@@ -515,10 +565,15 @@ export class HttpClient {
     );
   }
 
-  private oversize(method: string, where: string): UpstreamUnavailableError {
-    return new UpstreamUnavailableError(
-      `${method} ${where} sent a body larger than ${this.policy.maxResponseBytes} bytes; not retried`,
-      { hint: 'lower --page-size so that a page fits the response size limit' },
+  /**
+   * A body over {@link HttpPolicy.maxResponseBytes}: exit 6, not retried. The same URL returns
+   * the same page again, and the page size of a stream is fixed by its cursor, so only a
+   * larger `--max-page-bytes` gets past it (`docs/ingest.md` "How a page is read").
+   */
+  private oversize(method: string, where: string): UpstreamContractError {
+    return new UpstreamContractError(
+      `${method} ${where} sent a body larger than --max-page-bytes (${this.policy.maxResponseBytes} bytes); not retried`,
+      { hint: 'raise --max-page-bytes (RECRUIT_ETL_MAX_PAGE_BYTES) to read it: the page size of an existing stream is fixed by its cursor, so a smaller --page-size does not help' },
     );
   }
 
@@ -533,12 +588,9 @@ function headerValue(value: string | string[] | undefined): string | undefined {
   return Array.isArray(value) ? value[0] : value;
 }
 
-function safeResolve(location: string, base: URL): string {
-  try {
-    return new URL(location, base).toString();
-  } catch {
-    return '(invalid location)';
-  }
+/** An error code for a message: letters, digits and `_` only (never a control character). */
+function safeCode(code: string | undefined): string {
+  return (code ?? 'unknown').replace(/[^A-Za-z0-9_]/g, '').slice(0, 40) || 'unknown';
 }
 
 /**

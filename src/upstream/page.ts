@@ -27,6 +27,15 @@ import { UpstreamContractError } from '../errors.js';
 export const EVENT_SLOTS = 10;
 
 /**
+ * The most events a page may hold (2,000,000: 80 MB of offsets, {@link EVENT_SLOTS} a page).
+ * A page's offsets cost 40 bytes an event, up to four times the page for events of 10 bytes,
+ * so without it a hostile page of tiny events within `--max-page-bytes` would take gigabytes
+ * (`docs/ingest.md` "Large pages"). A page of usual events (300–450 bytes) at the default
+ * `--max-page-bytes` holds under 1,000,000.
+ */
+export const MAX_PAGE_EVENTS = 2_000_000;
+
+/**
  * Where each part of an event lies in {@link PageEvents.offsets}: `offsets[i * EVENT_SLOTS + part]`
  * is the first byte of event `i`'s part, the next slot the byte after it (-1 when absent).
  * `id`, `type` and a string `publishedTime` are string tokens, quotes included; `publishedTime`
@@ -49,13 +58,20 @@ export class PageEvents {
   /**
    * @param bytes the page body as received (valid UTF-8)
    * @param offsets {@link EVENT_SLOTS} byte offsets per event, laid out as {@link PART} says
+   * @param hasLineBreak whether `bytes` holds a CR or LF; found in `bytes` when not given
    */
   constructor(
     readonly bytes: Buffer,
     readonly offsets: Int32Array,
+    hasLineBreak?: boolean,
   ) {
     this.count = offsets.length / EVENT_SLOTS;
-    this.hasLineBreak = bytes.includes(10) || bytes.includes(13);
+    this.hasLineBreak = hasLineBreak ?? (bytes.includes(10) || bytes.includes(13));
+  }
+
+  /** Events `from` to `to` (exclusive) of the page: the same bytes, no copy. */
+  slice(from: number, to: number): PageEvents {
+    return new PageEvents(this.bytes, this.offsets.subarray(from * EVENT_SLOTS, to * EVENT_SLOTS), this.hasLineBreak);
   }
 
   private text(a: number, b: number): string {
@@ -403,6 +419,7 @@ function readEvents(s: string, i: number, ws: boolean): EventsRead {
   for (;;) {
     const start = i;
     n += 1;
+    if (n > MAX_PAGE_EVENTS) throw contract(`the page holds more than ${MAX_PAGE_EVENTS} events`);
     if (s.charCodeAt(i) !== OPEN_OBJ) {
       i = skipValue(s, i, ws);
       problem ??= contract(`event ${n} is not an object`);
@@ -439,7 +456,8 @@ function readEvents(s: string, i: number, ws: boolean): EventsRead {
     }
     i = skipWhitespace(s, i);
     const c = s.charCodeAt(i);
-    if (c === CLOSE_ARR) return { at: at.slice(0, n * EVENT_SLOTS), end: i + 1, ...(problem ? { problem } : {}) };
+    // A view, not a copy: a copy would hold the offsets twice at the end of a large page.
+    if (c === CLOSE_ARR) return { at: at.subarray(0, n * EVENT_SLOTS), end: i + 1, ...(problem ? { problem } : {}) };
     if (c !== COMMA) syntax(i);
     i = skipWhitespace(s, i + 1);
   }
@@ -461,7 +479,8 @@ function eventProblem(s: string, v: Int32Array, n: number): UpstreamContractErro
 /** `at` with event `n`'s offsets (its span and read members `v`) set, grown when full. */
 function record(at: Int32Array, n: number, start: number, end: number, s: string, v: Int32Array): Int32Array {
   if (at.length < n * EVENT_SLOTS) {
-    const grown = new Int32Array(at.length * 2);
+    // Half again, not twice: the old and the new array are both held while it grows.
+    const grown = new Int32Array(Math.ceil((at.length * 1.5) / EVENT_SLOTS) * EVENT_SLOTS);
     grown.set(at);
     at = grown;
   }

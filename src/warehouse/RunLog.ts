@@ -7,7 +7,7 @@ import { randomBytes } from 'node:crypto';
 import type { SecretRegistry } from '../log/secrets.js';
 import type { Warehouse } from './Warehouse.js';
 
-/** State of a run; `abandoned`: the process ended without recording an outcome (killed). */
+/** State of a run; `abandoned`: the process ended without recording an outcome (killed, or the warehouse failed, e.g. out of space, as it recorded it). */
 export type RunStatus = 'running' | 'succeeded' | 'failed' | 'interrupted' | 'abandoned';
 
 /** Counters recorded on a run. */
@@ -45,7 +45,7 @@ export class RunLog {
    */
   async start(runId: string, command: string, environment: string | null): Promise<void> {
     await this.wh.run(
-      `update etl.runs set status = 'abandoned', error = 'the process ended without recording an outcome (killed?)'
+      `update etl.runs set status = 'abandoned', error = 'the process ended without recording an outcome (killed, or the warehouse failed as it recorded it: see that run''s stderr)'
        where status = 'running'`,
     );
     await this.wh.run(
@@ -58,10 +58,11 @@ export class RunLog {
    * Record the end of a run.
    * @param error the one-line error (free of payloads by construction; registered secret values are removed here), if it failed
    * @param stages per stage that started: `{ durationMs, failed?, …counts }` (column `stages`, migration 005)
+   * @param catalog the attached database whose `etl.runs` is written (the published copy's; default the warehouse)
    */
-  async finish(runId: string, status: RunStatus, counts: RunCounts, summary: unknown, error?: string, stages?: unknown): Promise<void> {
+  async finish(runId: string, status: RunStatus, counts: RunCounts, summary: unknown, error?: string, stages?: unknown, catalog?: string): Promise<void> {
     await this.wh.run(
-      `update etl.runs set finished_at = now(), status = ?, events_loaded = ?, pages_fetched = ?, sites_loaded = ?,
+      `update ${catalog === undefined ? '' : `${catalog}.`}etl.runs set finished_at = now(), status = ?, events_loaded = ?, pages_fetched = ?, sites_loaded = ?,
          models_built = ?, files_exported = ?, summary = ?::json, error = ?, stages = ?::json
        where run_id = ?`,
       [

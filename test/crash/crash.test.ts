@@ -9,14 +9,16 @@
  * each kill, the state left must be a prefix of the uninterrupted run (guarantee 1), and
  * one more `run` to completion must end with raw.events equal to the uninterrupted run's
  * row for row, the same cursor, readable exports matching their manifest, no `.tmp`
- * leftovers and a published read-only copy. A last case kills one database ten times in a
- * row before completing it.
+ * leftovers and a published read-only copy. At every kill the run row agrees with the
+ * ending: a killed run's row is `running` (never `succeeded`), an exit 0's is `succeeded`.
+ * A last case kills one database ten times in a row before completing it.
  *
  * Iterations run two at a time (two cores), each in its own temporary folder; the
  * simulator is shared (static data: grow() is never called).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { existsSync, mkdirSync, readdirSync, readlinkSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import { readSeries } from '../../src/metrics/metricsFile.js';
 import { join } from 'node:path';
 import type { MockApi } from '../../src/simulator/index.js';
 import { expectedEvents } from '../../src/simulator/index.js';
@@ -34,6 +36,8 @@ import {
   rawEventCount,
   rawEventsIfAny,
   runCliKilledAfter,
+  runRowProblem,
+  runStatusesSince,
   seededRandom,
   snapshotDb,
   streamShapeProblems,
@@ -102,6 +106,8 @@ describe('crash safety: SIGKILL at any instant, then a run to completion (guaran
       RECRUIT_ETL_PAGE_SIZE: String(PAGE_SIZE),
       RECRUIT_ETL_BATCH_PAGES: '1',
       RECRUIT_ETL_LOG_LEVEL: 'warn',
+      // Written before the run row says succeeded (failpoints run.before-metrics / run.before-succeeded).
+      RECRUIT_ETL_METRICS_FILE: join(dir, 'metrics', 'recruit_etl.prom'),
       ...extra,
     });
 
@@ -255,6 +261,22 @@ describe('crash safety: SIGKILL at any instant, then a run to completion (guaran
     if (died && r.stderr.trim() !== '') throw new Error(`${inst.label}: the killed run wrote to stderr: ${r.stderr.trim()}`);
     const logs = logLines(r.stdout);
     const last = logs[logs.length - 1];
+    // The run row is the truth (guarantee 2): it agrees with how the process ended.
+    let rowProblem: string | undefined;
+    try {
+      const statuses = await runStatusesSince(db, t0);
+      rowProblem = runRowProblem(statuses, died, r.code);
+      if (rowProblem && died && statuses.length === 1 && statuses[0] === 'succeeded') {
+        // Killed after it recorded its success (while closing): everything before it is done.
+        const inCopy = existsSync(publishedCopyPath(db)) ? await runStatusesSince(publishedCopyPath(db), t0) : [];
+        const metrics = join(dir, 'metrics', 'recruit_etl.prom');
+        const exit = existsSync(metrics) ? readSeries(readFileSync(metrics, 'utf8')).get('recruit_etl_last_exit_code')?.find((x) => x.labels['command'] === 'run')?.value : undefined;
+        rowProblem = inCopy.join() === 'succeeded' && exit === 0 ? undefined : `${rowProblem}; the copy says ${JSON.stringify(inCopy)}, the metrics file exit ${exit}`;
+      }
+    } catch (err) {
+      rowProblem = `etl.runs cannot be read after the kill: ${(err as Error).message}`;
+    }
+    if (rowProblem) throw new Error(`${inst.label}: ${rowProblem}`);
     let rows: RawEventRow[];
     try {
       rows = await rawEventsIfAny(db);
@@ -303,6 +325,8 @@ describe('crash safety: SIGKILL at any instant, then a run to completion (guaran
     { kind: 'failpoint', name: 'export.before-swap', n: 1, label: 'export.before-swap:1' },
     { kind: 'failpoint', name: 'run.before-checkpoint', n: 1, label: 'run.before-checkpoint:1' },
     { kind: 'failpoint', name: 'publish.mid-copy', n: 1, label: 'publish.mid-copy:1' },
+    { kind: 'failpoint', name: 'run.before-metrics', n: 1, label: 'run.before-metrics:1' },
+    { kind: 'failpoint', name: 'run.before-succeeded', n: 1, label: 'run.before-succeeded:1' },
   ];
   /** `count` integers spread evenly over [from, to], distinct. */
   const spread = (count: number, from: number, to: number): number[] => {
@@ -349,7 +373,7 @@ describe('crash safety: SIGKILL at any instant, then a run to completion (guaran
     expect(done.every((o) => o.died)).toBe(true);
   }, 600_000);
 
-  it('SIGKILL before transform, mid-export at every file, before the final checkpoint and mid-publish', async () => {
+  it('SIGKILL before transform, mid-export at every file, before the final checkpoint, mid-publish, before the metrics file and before the row says succeeded', async () => {
     const done = await runInstants(laterInstants(), (inst, dir, o) => {
       if (inst.kind !== 'failpoint') return undefined;
       if (!o.died) return `the failpoint was reached but the process did not die by SIGKILL (exit ${o.exitCode})`;
@@ -387,7 +411,7 @@ describe('crash safety: SIGKILL at any instant, then a run to completion (guaran
     const rnd = seededRandom(20260107);
     const dir = freshFolder('loop');
     const db = join(dir, 'warehouse.duckdb');
-    const names: FailpointName[] = [...EXTRACT_POINTS, 'transform.before', 'export.mid-file', 'run.before-checkpoint', 'publish.mid-copy'];
+    const names: FailpointName[] = [...EXTRACT_POINTS, 'transform.before', 'export.mid-file', 'run.before-checkpoint', 'publish.mid-copy', 'run.before-metrics', 'run.before-succeeded'];
     let lastRows = 0;
     let died = 0;
     let midStream = 0;

@@ -58,6 +58,16 @@ async function differsFromFullRefresh(db: string, dir: string, label: string): P
   }
 }
 
+/** Statuses of the runs recorded in `db` (the base warehouse has none: it is built in process), oldest first. */
+async function runStatuses(db: string): Promise<string[]> {
+  const wh = await Warehouse.open(db, { readOnly: true, threads: 1 });
+  try {
+    return (await wh.all<{ status: string }>('select status from etl.runs order by started_at')).map((r) => r.status);
+  } finally {
+    await wh.close();
+  }
+}
+
 describe('transform killed anywhere, then run again, equals a full refresh', () => {
   const tmp = tempDir('recruit-etl-transform-crash-');
   const base = join(tmp.dir, 'base.duckdb');
@@ -86,8 +96,12 @@ describe('transform killed anywhere, then run again, equals a full refresh', () 
         const args = ['transform', '--db', db, ...(fullRefresh ? ['--full-refresh'] : [])];
         const killed = await runCli(args, { RECRUIT_ETL_FAILPOINT: `${point}:1` });
         expect(killed.signal, `${killed.stdout}\n${killed.stderr}`).toBe('SIGKILL');
+        // The run row agrees with the ending (docs/contracts.md guarantee 2): killed, it stays running …
+        expect(await runStatuses(db)).toEqual(['running']);
         const again = await runCli(['transform', '--db', db]);
         expect(again.code, again.stderr).toBe(0);
+        // … and the next command closes it as abandoned; its own row says succeeded.
+        expect(await runStatuses(db)).toEqual(['abandoned', 'succeeded']);
         // the killed transform committed nothing: the rerun is incremental and reads the whole night
         expect(again.stdout).toMatch(/"mode":"incremental"/);
         expect(again.stdout).toMatch(/"newDeliveries":4/);

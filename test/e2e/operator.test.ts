@@ -3,10 +3,10 @@
  * name the option and its variable (exit 2), stray variables that never fail a run.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { lstatSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { lstatSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import parsePrometheusTextFormat from 'parse-prometheus-text-format';
 import { Warehouse } from '../../src/warehouse/Warehouse.js';
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { logLines, ROOT, runCli } from '../helpers/cli.js';
@@ -205,11 +205,11 @@ describe('--file-mode', () => {
 });
 
 describe('--metrics-file', () => {
-  type Family = { name: string; type: string; metrics: { value: string; labels: Record<string, string> }[] };
+  type Family = { name: string; type: string; metrics: { value: string; labels?: Record<string, string> }[] };
   const read = (path: string): Map<string, Map<string, number>> => {
     const out = new Map<string, Map<string, number>>();
     for (const f of parsePrometheusTextFormat(readFileSync(path, 'utf8')) as Family[]) {
-      out.set(f.name, new Map(f.metrics.map((m) => [m.labels['command']!, Number(m.value)])));
+      out.set(f.name, new Map(f.metrics.map((m) => [m.labels?.['command'] ?? m.labels?.['stream_id'] ?? m.labels?.['stage'] ?? '', Number(m.value)])));
     }
     return out;
   };
@@ -220,7 +220,8 @@ describe('--metrics-file', () => {
     try {
       const db = join(tmp.dir, 'w.duckdb');
       const file = join(tmp.dir, 'textfile', 'recruit_etl.prom');
-      const env = envFor(api, db, { RECRUIT_ETL_METRICS_FILE: file, RECRUIT_ETL_FILE_MODE: '0640', RECRUIT_ETL_LOG_LEVEL: 'warn' });
+      // --file-mode is the exports'; the metrics file has its own mode, default 0644.
+      const env = envFor(api, db, { RECRUIT_ETL_METRICS_FILE: file, RECRUIT_ETL_FILE_MODE: '0600', RECRUIT_ETL_LOG_LEVEL: 'warn' });
       const before = Date.now() / 1000;
       const first = await runCli(['extract'], env);
       expect(first.code, first.stderr).toBe(0);
@@ -232,7 +233,12 @@ describe('--metrics-file', () => {
       const success = m.get('recruit_etl_last_success_timestamp_seconds')!.get('extract')!;
       expect(success).toBeGreaterThanOrEqual(Math.floor(before));
       expect(m.get('recruit_etl_last_run_duration_seconds')!.get('extract')).toBeGreaterThan(0);
-      expect(`0${(statSync(file).mode & 0o777).toString(8)}`).toBe('0640');
+      // The warehouse's series: the stream's events, this run's success, a fresh cursor.
+      expect([...m.get('recruit_etl_stream_events_total')!.values()]).toEqual([loaded]);
+      expect(m.get('recruit_etl_last_successful_extract_timestamp_seconds')!.get('')).toBe(success);
+      expect(m.get('recruit_etl_cursor_age_seconds')!.get('')).toBeLessThan(60);
+      expect(m.get('recruit_etl_newest_event_published_timestamp_seconds')!.get('')).toBeGreaterThan(0);
+      expect(`0${(statSync(file).mode & 0o777).toString(8)}`).toBe('0644');
 
       const refused = await runCli(['transform', '--memory-limit', 'lots'], env);
       expect(refused.code).toBe(2);
@@ -256,4 +262,28 @@ describe('--metrics-file', () => {
       tmp.cleanup();
     }
   });
+  it('a FIFO, a device or a folder as --metrics-file is exit 2 naming the option, at once, and is left as it was', async () => {
+    const tmp = tempDir();
+    try {
+      const fifo = join(tmp.dir, 'fifo.prom');
+      spawnSync('mkfifo', [fifo]);
+      const dir = join(tmp.dir, 'dir.prom');
+      mkdirSync(dir);
+      for (const [path, kind] of [[fifo, 'a FIFO'], ['/dev/zero', 'a device'], [dir, 'a directory']] as const) {
+        const t0 = Date.now();
+        // A blocking open of the FIFO would hang until the 20 s guard kills it.
+        const r = await runCli(['transform'], { RECRUIT_ETL_DB: join(tmp.dir, 'w.duckdb'), RECRUIT_ETL_METRICS_FILE: path }, { timeoutMs: 20_000 });
+        expect(r.signal, path).toBeNull();
+        expect(r.code, r.stderr).toBe(2);
+        expect(r.stderr).toContain(`--metrics-file (RECRUIT_ETL_METRICS_FILE) ${path} is ${kind}`);
+        expect(Date.now() - t0).toBeLessThan(15_000);
+      }
+      expect(lstatSync(fifo).isFIFO()).toBe(true);
+      expect(lstatSync('/dev/zero').isCharacterDevice()).toBe(true);
+      expect(readdirSync(dir)).toEqual([]);
+      expect(readdirSync(tmp.dir).sort()).toEqual(['dir.prom', 'fifo.prom']); // refused before the warehouse was opened
+    } finally {
+      tmp.cleanup();
+    }
+  }, 90_000);
 });

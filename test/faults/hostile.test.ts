@@ -13,8 +13,9 @@ import { readStatus } from '../../src/warehouse/readStatus.js';
 import { publishedCopyPath } from '../../src/warehouse/publishCopy.js';
 import { Warehouse } from '../../src/warehouse/Warehouse.js';
 import { tempDir } from '../helpers/tmp.js';
-import { configFor } from '../helpers/sim.js';
-import { expectExactly, expectPrefix, expectedAll, extractOnce, fastHttp, readDb } from '../helpers/faults.js';
+import { configFor, envFor } from '../helpers/sim.js';
+import { runCli } from '../helpers/cli.js';
+import { capturingLogger, expectExactly, expectPrefix, expectedAll, extractOnce, fastHttp, readDb, startRawUpstream } from '../helpers/faults.js';
 
 const SIM = { seed: 11, patientsPerTrial: 10 } as const;
 const PAGE = 10;
@@ -149,4 +150,108 @@ describe('the run log tells the truth (a run was marked succeeded, then exited 7
     expect(state.runs.at(-1)!.status).toBe('failed');
     expect(state.runs.at(-1)!.error).toMatch(/cannot publish the read-only copy/);
   });
+});
+
+describe('messages name what the job asked for, never what the server answered with (a redirect quoted a subject id on stderr, in the log and in etl.runs)', () => {
+  const SUBJECT = 'SUBJ-0042-7731';
+  /** One raw HTTP/1.1 response. */
+  const http11 = (status: string, headers: Record<string, string>, body = ''): string =>
+    `HTTP/1.1 ${status}\r\n${Object.entries({ ...headers, 'content-length': String(Buffer.byteLength(body)), connection: 'close' })
+      .map(([k, v]) => `${k}: ${v}`)
+      .join('\r\n')}\r\n\r\n${body}`;
+  /** A valid first page whose nextPage (same origin) holds the subject id in its path and query. */
+  const firstPage = (base: string, next = `${base}/rpi/events/${SUBJECT}/more?subject=${SUBJECT}`): string =>
+    http11('200 OK', { 'content-type': 'application/json' }, JSON.stringify({
+      events: [{ id: 'evt-1', eventType: 'v1.patient.created', publishedTime: '2026-01-01T00:00:00Z', message: { note: 'ok' } }],
+      pagination: { nextPage: next, hasNextPage: true },
+    }));
+
+  /** Extract against a raw upstream answering page 1 with `first` and every later request with `later`; nothing of the subject id may show. */
+  async function expectNoSubject(
+    first: (base: string) => string,
+    later: (base: string) => string,
+    code: number,
+    policy: Record<string, unknown> = {},
+  ): Promise<string> {
+    const up = await startRawUpstream((n, base) => (n === 1 ? first(base) : later(base)));
+    const { logger, lines } = capturingLogger();
+    try {
+      const db = freshDb();
+      const out = await extractOnce(api, db, { pageSize: PAGE, baseUrl: up.baseUrl }, policy, logger);
+      expect(out.exitCode, out.message).toBe(code);
+      expect(out.message).not.toContain(SUBJECT);
+      expect(out.message).not.toContain('SUBJ-');
+      const state = await readDb(db);
+      const run = state.runs.at(-1)!;
+      expect(run.status).toBe('failed');
+      expect(run.error ?? '').not.toBe('');
+      expect(run.error).not.toContain('SUBJ-');
+      expect(lines.length).toBeGreaterThan(0);
+      expect(lines.join('')).not.toContain('SUBJ-');
+      return out.message;
+    } finally {
+      await up.close();
+    }
+  }
+
+  for (const status of ['301 Moved Permanently', '302 Found', '303 See Other', '308 Permanent Redirect']) {
+    it(`a ${status.slice(0, 3)} whose Location path holds a subject id: exit 6, the Location named by its origin only`, async () => {
+      const message = await expectNoSubject(firstPage, (base) => http11(status, { location: `${base}/patients/${SUBJECT}/referral?id=${SUBJECT}` }), 6);
+      expect(message).toMatch(/a redirect to http:\/\/127\.0\.0\.1:\d+; redirects are not followed/);
+    });
+  }
+
+  it('a redirect of the first request to another origin, the id in its path: exit 6, named by origin', async () => {
+    const message = await expectNoSubject((_base) => http11('302 Found', { location: `https://evil.example:8443/p/${SUBJECT}` }), () => '', 6);
+    expect(message).toContain('a redirect to https://evil.example:8443;');
+  });
+
+  it('a nextPage on another origin holding a subject id: exit 6, named by origin', async () => {
+    const message = await expectNoSubject((base) => firstPage(base, `http://evil.example:81/subjects/${SUBJECT}?s=${SUBJECT}`), () => '', 6);
+    expect(message).toContain('nextPage is on origin http://evil.example:81');
+  });
+
+  // Every other message that names the URL requested: the cursor is the server's, so its origin only.
+  const later: [string, (base: string) => string, number, Record<string, unknown>?][] = [
+    ['HTTP 400', () => http11('400 Bad Request', { 'content-type': 'application/json' }, '{}'), 6],
+    ['HTTP 403', () => http11('403 Forbidden', {}, ''), 3],
+    ['HTTP 401 twice', () => http11('401 Unauthorized', {}, ''), 3],
+    ['HTTP 503 until the retries are spent', () => http11('503 Service Unavailable', {}, ''), 4],
+    ['a Retry-After longer than the job waits', () => http11('429 Too Many Requests', { 'retry-after': '99999' }, ''), 4],
+    ['a body that is not JSON', () => http11('200 OK', { 'content-type': 'application/json' }, `{"events":[${SUBJECT}`), 4],
+    ['a content-encoding not asked for', () => http11('200 OK', { 'content-encoding': 'gzip' }, 'xx'), 6],
+    ['a body over --max-page-bytes', () => http11('200 OK', { 'content-type': 'application/json' }, `{"pad":"${'x'.repeat(8000)}"}`), 6, { maxResponseBytes: 4096 }],
+    ['malformed framing', () => 'HTTP/1.1 200 OK\r\nX-A\u0001: 1\r\nContent-Length: 2\r\n\r\n{}', 4],
+  ];
+  for (const [what, answer, code, policy] of later) {
+    it(`${what} on a nextPage whose path holds a subject id: exit ${code}, the cursor named by its origin`, async () => {
+      const message = await expectNoSubject(firstPage, answer, code, policy ?? {});
+      expect(message).toMatch(/page 2: .*http:\/\/127\.0\.0\.1:\d+ \(the stream's cursor\)/);
+    });
+  }
+});
+
+describe('a large page strands the stream no more (a 20 MB page was exit 4 "lower --page-size" on every run: the page size is fixed by the cursor)', () => {
+  it('a 20 MB page is read and committed in slices; a run killed between two slices resumes from the same page, every event once', async () => {
+    // Two pages, each padded to 20 MB every time it is sent (the same bytes again on the resumed run).
+    api.faults.add({ endpoint: 'events', kind: 'padEvents', bytes: 20_000_000, times: Infinity });
+    const db = freshDb();
+    const pageSize = Math.ceil(expected.length / 2);
+    const env = envFor(api, db, { RECRUIT_ETL_PAGE_SIZE: String(pageSize), RECRUIT_ETL_FAILPOINT: 'extract.after-commit:1' });
+    const killed = await runCli(['extract'], env, { timeoutMs: 60_000 });
+    expect(killed.signal, killed.stderr).toBe('SIGKILL');
+    // The first slice is committed with the page's own URL as the cursor: the next run fetches the page again.
+    const mid = await readDb(db);
+    expect(mid.ids.length).toBeGreaterThan(0);
+    expect(mid.ids.length).toBeLessThan(pageSize);
+    expect(mid.ids).toEqual(expected.slice(0, mid.ids.length).map((e) => e.id));
+    expect(mid.streams[0]!.nextPage).toMatch(/\/rpi\/events\?/);
+    expect(mid.streams[0]!.eventCount).toBe(mid.ids.length);
+    const again = await runCli(['extract'], { ...env, RECRUIT_ETL_FAILPOINT: '' }, { timeoutMs: 60_000 });
+    expect(again.code, again.stderr).toBe(0);
+    const state = await readDb(db);
+    expectExactly(state, expected, api.truth.events);
+    expect(state.positions).toEqual(expected.map((_, i) => i + 1));
+    expect(api.stats.eventRequests).toBeGreaterThanOrEqual(3); // page 1 fetched again
+  }, 120_000);
 });

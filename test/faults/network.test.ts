@@ -12,7 +12,7 @@ import { createServer, type ServerResponse } from 'node:http';
 import { join } from 'node:path';
 import { startMockApi, type FaultRule, type MockApi, type TruthEvent } from '../../src/simulator/index.js';
 import { tempDir } from '../helpers/tmp.js';
-import { closedPort, expectExactly, expectPrefix, expectedAll, extractOnce, readDb, startTrap, type Outcome } from '../helpers/faults.js';
+import { capturingLogger, closedPort, expectExactly, expectPrefix, expectedAll, extractOnce, readDb, startRawUpstream, startTrap, type Outcome } from '../helpers/faults.js';
 
 const SIM = { seed: 11, patientsPerTrial: 10 } as const;
 const PAGE = 10;
@@ -215,15 +215,17 @@ describe('unreadable bodies', () => {
     expect(out.message).not.toMatch(/Bad Gateway|<html/i);
   });
 
-  it('an oversized body: exit 4 at once, NOT retried (the same cursor would return the same page)', async () => {
+  it('an oversized body: exit 6 at once naming --max-page-bytes and the stream, NOT retried (it was exit 4 "lower --page-size": the same cursor returns the same page)', async () => {
     const big = await (async () => {
       api.faults.add({ endpoint: 'events', after: AFTER, kind: 'oversized', size: 1024 * 1024, times: Infinity });
       const db = freshDb();
       const out = await extractOnce(api, db, { pageSize: PAGE }, { maxResponseBytes: 256 * 1024 });
       return { out, db };
     })();
-    expect(big.out.exitCode, big.out.message).toBe(4);
-    expect(big.out.message).toMatch(/larger than 262144 bytes/);
+    expect(big.out.exitCode, big.out.message).toBe(6);
+    expect(big.out.message).toMatch(/^recruit-etl: error: stream s_[0-9a-f]+, page 4: .*larger than --max-page-bytes \(262144 bytes\)/);
+    expect(big.out.message).toMatch(/raise --max-page-bytes/);
+    expect(big.out.message).not.toMatch(/lower --page-size|try again later/);
     expect(api.stats.eventRequests).toBe(AFTER + 1);
     expectPrefix(await readDb(big.db), expected, AFTER * PAGE, api.truth.events);
   });
@@ -269,7 +271,7 @@ describe('raw upstream responses the simulator does not make (first page; the to
     };
   }
 
-  it('an oversized chunked body (no content-length): exit 4 after ONE request, the stream limit applies', async () => {
+  it('an oversized chunked body (no content-length): exit 6 after ONE request, the stream limit applies', async () => {
     const up = await rawUpstream((res) => {
       res.writeHead(200, { 'content-type': 'application/json' });
       const chunk = Buffer.alloc(64 * 1024, 0x20);
@@ -287,8 +289,8 @@ describe('raw upstream responses the simulator does not make (first page; the to
     try {
       const db = freshDb();
       const out = await extractOnce(api, db, { pageSize: PAGE, baseUrl: up.baseUrl }, { maxResponseBytes: 256 * 1024 });
-      expect(out.exitCode, out.message).toBe(4);
-      expect(out.message).toMatch(/larger than 262144 bytes/);
+      expect(out.exitCode, out.message).toBe(6);
+      expect(out.message).toMatch(/larger than --max-page-bytes \(262144 bytes\)/);
       expect(up.requests()).toBe(1);
       expectPrefix(await readDb(db), expected, 0, api.truth.events);
     } finally {
@@ -328,4 +330,46 @@ describe('raw upstream responses the simulator does not make (first page; the to
       await up.close();
     }
   });
+});
+
+describe('malformed HTTP framing is the upstream\'s, never exit 1 (it was "unexpected failure: Response does not match the HTTP/1.1 protocol", exit 1)', () => {
+  /** Any control character but the line breaks between a message and its hint. */
+  const CONTROL = /[\u0000-\u0009\u000b-\u001f\u007f]/;
+  const cases: [string, string][] = [
+    ['both Transfer-Encoding and Content-Length', 'HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 0\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n0\r\n\r\n'],
+    ['both Transfer-Encoding and a Content-Length undici reads as a mismatch', 'HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n0\r\n\r\n'],
+    ['a control character in a Location header', 'HTTP/1.1 302 Found\r\nLocation: /rpi/events/SUBJ-0042\u0001\u001b[31m\r\nContent-Length: 0\r\nConnection: close\r\n\r\n'],
+    ['two different Content-Length headers', 'HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\nContent-Length: 3\r\nConnection: close\r\n\r\n{}'],
+    ['a status line that is not HTTP/1.1', 'HTTP/1.1 2OO OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}'],
+    ['a control character in a header name', 'HTTP/1.1 200 OK\r\nX-B\u0007d: 1\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}'],
+  ];
+  for (const [what, raw] of cases) {
+    it(`${what}: retried, then exit 4; the message, the log and etl.runs quote no control character`, async () => {
+      const up = await startRawUpstream(() => raw);
+      const { logger, lines } = capturingLogger();
+      try {
+        const db = freshDb();
+        const out = await extractOnce(api, db, { pageSize: PAGE, baseUrl: up.baseUrl }, {}, logger);
+        expect(out.exitCode, out.message).toBe(4);
+        // undici calls a length it cannot square with the framing a length mismatch.
+        expect(out.message).toMatch(/malformed HTTP response|shorter or longer than its content-length/);
+        expect(out.message).not.toMatch(/unexpected failure|does not match/);
+        expect(out.message).not.toMatch(CONTROL);
+        expect(out.message).not.toContain('SUBJ-0042');
+        expect(up.requests()).toBe(3); // FAST_POLICY: 3 attempts
+        const state = await readDb(db);
+        expectPrefix(state, expected, 0, api.truth.events);
+        const error = state.runs.at(-1)!.error ?? '';
+        expect(error).toMatch(/malformed HTTP response|content-length/);
+        expect(error).not.toMatch(CONTROL);
+        expect(error).not.toContain('SUBJ-0042');
+        const log = lines.join('');
+        expect(log).toMatch(/malformed HTTP response|content-length/);
+        expect(log).not.toContain('SUBJ-0042');
+        for (const line of lines) expect(JSON.stringify(JSON.parse(line))).not.toMatch(/\\u000[0-8bcef]|\\u001[0-9a-f]/);
+      } finally {
+        await up.close();
+      }
+    });
+  }
 });

@@ -258,3 +258,28 @@ export function tmpLeftovers(dir: string): string[] {
   if (!existsSync(dir)) return [];
   return readdirSync(dir).filter((f) => f.endsWith('.tmp'));
 }
+
+/**
+ * Statuses of the etl.runs rows of `db` started at or after `sinceMs` (Unix ms), oldest first
+ * (empty when the file or the table does not exist yet).
+ */
+export async function runStatusesSince(db: string, sinceMs: number): Promise<string[]> {
+  if (!existsSync(db)) return [];
+  return withReadOnly(db, async (wh) => {
+    const t = await wh.one<{ n: bigint }>("select count(*) as n from information_schema.tables where table_schema = 'etl' and table_name = 'runs'");
+    if (!t || t.n === 0n) return [];
+    const rows = await wh.all<{ status: string }>('select status from etl.runs where epoch_ms(started_at) >= ? order by started_at', [sinceMs]);
+    return rows.map((r) => r.status);
+  });
+}
+
+/**
+ * Whether the run rows a CLI process left agree with how it ended: killed, every row it
+ * started is still `running` (the next command closes them as `abandoned`); exit 0, one row
+ * and it is `succeeded`. A one-line reason when not.
+ */
+export function runRowProblem(statuses: readonly string[], died: boolean, exitCode: number | null): string | undefined {
+  if (died) return statuses.every((s) => s === 'running') ? undefined : `killed, yet its etl.runs rows say ${JSON.stringify(statuses)} (expected running)`;
+  if (exitCode === 0) return statuses.length === 1 && statuses[0] === 'succeeded' ? undefined : `exit 0, yet its etl.runs rows say ${JSON.stringify(statuses)}`;
+  return statuses.includes('succeeded') ? `exit ${exitCode}, yet etl.runs says succeeded` : undefined;
+}

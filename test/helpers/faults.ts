@@ -14,6 +14,7 @@ import { describeFailure } from '../../src/cli/exit.js';
 import { runJob, type JobResult } from '../../src/pipeline/jobs.js';
 import { decodeCursor } from '../../src/simulator/cursor.js';
 import { expectedEvents, type MockApi, type TruthEvent } from '../../src/simulator/index.js';
+import { createLogger, type Logger } from '../../src/log/logger.js';
 import { HttpClient, type HttpPolicy } from '../../src/upstream/http.js';
 import { Warehouse } from '../../src/warehouse/Warehouse.js';
 import { CLI, ROOT, type CliResult } from './cli.js';
@@ -50,11 +51,11 @@ export interface Outcome {
 }
 
 /** Runs `runJob('extract', ['extract'])` with a fast HTTP client and maps a failure to its exit code. */
-export async function extractOnce(api: MockApi, db: string, extra: Record<string, unknown> = {}, policy: Partial<HttpPolicy> = {}): Promise<Outcome> {
+export async function extractOnce(api: MockApi, db: string, extra: Record<string, unknown> = {}, policy: Partial<HttpPolicy> = {}, logger?: Logger): Promise<Outcome> {
   const http = fastHttp(policy);
   const started = Date.now();
   try {
-    const result = await runJob('extract', ['extract'], { config: configFor(api, db, { batchPages: 1, ...extra }), http });
+    const result = await runJob('extract', ['extract'], { config: configFor(api, db, { batchPages: 1, ...extra }), http, ...(logger ? { logger } : {}) });
     return { result, exitCode: 0, message: '', ms: Date.now() - started };
   } catch (error) {
     const { exitCode, text } = describeFailure(error, false);
@@ -192,6 +193,49 @@ export async function startTrap(): Promise<Trap> {
   trap.port = addr.port;
   trap.url = `http://127.0.0.1:${addr.port}`;
   return trap;
+}
+
+/** A logger at debug level whose JSON lines are kept in `lines` (what an operator's log would hold). */
+export function capturingLogger(): { logger: Logger; lines: string[] } {
+  const lines: string[] = [];
+  const logger = createLogger({ level: 'debug', destination: { write: (line: string) => void lines.push(line) } });
+  return { logger, lines };
+}
+
+/**
+ * An upstream that writes raw bytes (framing undici refuses to produce itself): a `node:net`
+ * server on 127.0.0.1 that reads each request head and answers the n-th request (1-based)
+ * with `answer(n, base)` verbatim, then closes the connection.
+ */
+export async function startRawUpstream(answer: (n: number, baseUrl: string) => string | Buffer): Promise<{ baseUrl: string; requests: () => number; close: () => Promise<void> }> {
+  let count = 0;
+  const sockets = new Set<Socket>();
+  let baseUrl = '';
+  const server = createNetServer((socket) => {
+    sockets.add(socket);
+    socket.on('close', () => sockets.delete(socket));
+    socket.on('error', () => undefined);
+    let head = '';
+    socket.on('data', (d: Buffer) => {
+      head += d.toString('latin1');
+      if (!head.includes('\r\n\r\n')) return;
+      head = '';
+      count += 1;
+      socket.end(answer(count, baseUrl));
+    });
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const port = (server.address() as { port: number }).port;
+  baseUrl = `http://127.0.0.1:${port}`;
+  return {
+    baseUrl,
+    requests: () => count,
+    close: async () => {
+      for (const s of sockets) s.destroy();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
 }
 
 /** A TCP port on 127.0.0.1 that was free a moment ago and has no listener now (connection refused). */

@@ -10,6 +10,7 @@ import { Progress, type Terminal } from '../../log/progress.js';
 import { runJob, type Stage } from '../../pipeline/jobs.js';
 import { prepare, type CliContext } from '../context.js';
 import { commandOptions } from '../options.js';
+import { writeMetrics } from '../metrics.js';
 
 interface StageCommand {
   name: CommandName;
@@ -91,9 +92,14 @@ export function stageCommands(ctx: CliContext): CommandModule[] {
         signal: ctx.signal,
         secrets,
         progress,
-        onRecorded: (counts) => {
-          if (ctx.metrics) ctx.metrics.eventsLoaded = counts.eventsLoaded ?? 0;
+        onRecorded: (counts, facts) => {
+          if (!ctx.metrics) return;
+          ctx.metrics.eventsLoaded = counts.eventsLoaded ?? 0;
+          ctx.metrics.stageSeconds = facts.stageSeconds;
+          if (facts.warehouse) ctx.metrics.warehouse = facts.warehouse;
         },
+        // The metrics file says exit 0 before etl.runs says succeeded; a failure to write it fails the run.
+        beforeSucceeded: () => writeMetrics(ctx, 0),
       });
     },
   }));

@@ -40,7 +40,7 @@ describe('runTransform', () => {
 
   test('builds every real model on an empty warehouse (no events yet)', async () => {
     const r = await runTransform(wh);
-    expect(r.seeds.map((s) => s.name)).toEqual(['seed_contact_outcomes', 'seed_event_types', 'seed_patient_status_stages', 'seed_site_names']);
+    expect(r.seeds.map((s) => s.name)).toEqual(['seed_contact_outcomes', 'seed_event_types', 'seed_patient_status_stages', 'seed_site_names', 'seed_trial_targets']);
     expect(r.models.find((m) => m.name === 'fct_patient_funnel')).toMatchObject({ rows: 0, materialized: 'view' });
     expect(r.models.find((m) => m.name === 'int_patient_funnel')).toMatchObject({ rows: 0, materialized: 'incremental' });
     expect(r.mode).toBe('full');

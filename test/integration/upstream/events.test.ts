@@ -267,7 +267,7 @@ describe('pageStream', () => {
     const { client } = setup(api, auth, { maxAttempts: 2 });
     const err = await rejection(collect(pageStream(client, `${api.origin}/rpi/events?p=1`, { label: 'main' })));
     expect(err).toBeInstanceOf(UpstreamUnavailableError);
-    expect(err.message).toMatch(/^stream main, page 2: GET .*\/rpi\/events failed after 2 attempts; last: HTTP 503/);
+    expect(err.message).toMatch(/^stream main, page 2: GET http:\/\/127\.0\.0\.1:\d+ \(the stream's cursor\) failed after 2 attempts; last: HTTP 503/);
   });
 
   it('stopping early aborts the prefetch in flight (its connection is closed)', async () => {

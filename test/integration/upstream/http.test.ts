@@ -231,10 +231,20 @@ describe('HttpClient retries', () => {
     const { http } = client({ maxResponseBytes: 1000 });
     for (let i = 0; i < 2; i++) {
       const err = await rejection(http.getText(`${s.origin}/x`, {}));
-      expect(err).toBeInstanceOf(UpstreamUnavailableError);
-      expect(err.message).toContain('larger than 1000 bytes');
+      expect(err).toBeInstanceOf(UpstreamContractError);
+      expect(err.message).toContain('larger than --max-page-bytes (1000 bytes)');
     }
     expect(s.requests).toHaveLength(2);
+  });
+
+  it('a request undici refuses to build from a server-issued value (a header with CR LF) is exit 6, nothing sent, the value not quoted (it was exit 1)', async () => {
+    const s = await stub((_req, res) => sendJson(res, 200, {}));
+    const { http } = client();
+    const err = await rejection(http.getText(`${s.origin}/x`, { authorization: 'Bearer abc\r\nX-Injected: SUBJ-0042' }));
+    expect(err).toBeInstanceOf(UpstreamContractError);
+    expect(err.message).toMatch(/could not be sent/);
+    expect(err.message).not.toMatch(/SUBJ-0042|\r|\n/);
+    expect(s.requests).toHaveLength(0);
   });
 
   it('a parser that throws TransientBodyError gets the whole request again', async () => {

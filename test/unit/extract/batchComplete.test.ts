@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { BATCH_MAX_BYTES, DEFAULT_BATCH_PAGES, WIDE_BATCH_BYTES, batchComplete, wideBatch } from '../../../src/extract/batches.js';
+import { BATCH_MAX_BYTES, DEFAULT_BATCH_PAGES, PAGE_SLICE_BYTES, PAGE_SLICE_THRESHOLD_BYTES, WIDE_BATCH_BYTES, batchComplete, pageSlices, wideBatch } from '../../../src/extract/batches.js';
+import { readEventsPage } from '../../../src/upstream/page.js';
 import { WIDE_ROW_BYTES } from '../../../src/warehouse/BatchFile.js';
 
 /** The page count at which a batch of pages of `pageBytes` file bytes, rows of at most `rowBytes`, ends. */
@@ -30,5 +31,30 @@ describe('batchComplete (docs/ingest.md "Batches")', () => {
     expect(ends(DEFAULT_BATCH_PAGES, 1_500_000, 9_000)).toBe(3);
     expect(batchComplete(1, WIDE_BATCH_BYTES - 1, WIDE_ROW_BYTES + 1, DEFAULT_BATCH_PAGES)).toBe(false);
     expect(batchComplete(1, WIDE_BATCH_BYTES, WIDE_ROW_BYTES + 1, DEFAULT_BATCH_PAGES)).toBe(true);
+  });
+});
+
+describe('pageSlices (docs/ingest.md "Large pages")', () => {
+  /** A page of `n` events of about `size` bytes each. */
+  const page = (n: number, size: number) => {
+    const pad = 'x'.repeat(size);
+    const body = JSON.stringify({ events: Array.from({ length: n }, (_, i) => ({ id: `e${i}`, eventType: 't', message: { pad } })), pagination: { nextPage: 'http://h/x', hasNextPage: false } });
+    return { events: readEventsPage(body).events, bytes: Buffer.byteLength(body) };
+  };
+
+  it('a page up to the threshold is one slice: the page itself', () => {
+    const p = page(10, 1000);
+    expect(pageSlices(p.events, p.bytes)).toEqual([p.events]);
+    expect(pageSlices(p.events, PAGE_SLICE_THRESHOLD_BYTES)).toHaveLength(1);
+  });
+
+  it('a larger page is cut at event boundaries into slices of at least PAGE_SLICE_BYTES (the last aside), every event once, in order', () => {
+    const p = page(100, 200_000); // 20 MB
+    expect(p.bytes).toBeGreaterThan(PAGE_SLICE_THRESHOLD_BYTES);
+    const slices = pageSlices(p.events, p.bytes);
+    expect(slices.length).toBe(3);
+    expect(slices.flatMap((s) => s.all(s.id))).toEqual(p.events.all(p.events.id));
+    for (const s of slices.slice(0, -1)) expect(s.offsets[s.offsets.length - 9]! - s.offsets[0]!).toBeGreaterThanOrEqual(PAGE_SLICE_BYTES);
+    for (const s of slices) expect(s.bytes).toBe(p.events.bytes);
   });
 });

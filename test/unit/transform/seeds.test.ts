@@ -13,7 +13,7 @@ describe('seeds', () => {
 
   test('the real seeds: every column typed in _seeds.yml, in header order', () => {
     const specs = loadSeedSpecs(SEEDS_DIR);
-    expect(specs.map((s) => s.name)).toEqual(['seed_contact_outcomes', 'seed_event_types', 'seed_patient_status_stages', 'seed_site_names']);
+    expect(specs.map((s) => s.name)).toEqual(['seed_contact_outcomes', 'seed_event_types', 'seed_patient_status_stages', 'seed_site_names', 'seed_trial_targets']);
     const stages = specs.find((s) => s.name === 'seed_patient_status_stages')!;
     expect(stages.columns).toEqual([
       { name: 'patient_status', type: 'varchar' },

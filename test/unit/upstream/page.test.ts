@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { UpstreamContractError } from '../../../src/errors.js';
-import { readEventsPage } from '../../../src/upstream/page.js';
+import { MAX_PAGE_EVENTS, readEventsPage } from '../../../src/upstream/page.js';
 
 const page = (events: string, pagination = '{"nextPage":"n","hasNextPage":false}') => `{"events":[${events}],"pagination":${pagination}}`;
 
@@ -105,3 +105,26 @@ describe('readEventsPage: one reading of a page (docs/ingest.md "How a page is r
   });
 });
 
+
+describe('a page of tiny events within --max-page-bytes (40 bytes of offsets an event: a 100 MB page of 10-byte events took 978 MiB)', () => {
+  it(`a page of more than ${MAX_PAGE_EVENTS} events is refused (exit 6) while it is read, before its offsets grow further`, () => {
+    const tiny = '{"id":"a"},'.repeat(MAX_PAGE_EVENTS);
+    const err = (() => {
+      try {
+        readEventsPage(page(`${tiny}{"id":"b"}`));
+        return undefined;
+      } catch (e) {
+        return e;
+      }
+    })();
+    expect(err).toBeInstanceOf(UpstreamContractError);
+    expect((err as Error).message).toContain(`more than ${MAX_PAGE_EVENTS} events`);
+  });
+
+  it(`a page of exactly ${MAX_PAGE_EVENTS} events is read, its offsets a view of one array (no copy at the end)`, () => {
+    const r = readEventsPage(page(`${'{"id":"a"},'.repeat(MAX_PAGE_EVENTS - 1)}{"id":"b"}`));
+    expect(r.events.count).toBe(MAX_PAGE_EVENTS);
+    expect(r.events.id(MAX_PAGE_EVENTS - 1)).toBe('b');
+    expect(r.events.offsets.buffer.byteLength).toBeLessThanOrEqual(r.events.offsets.byteLength * 1.5 + 4096);
+  }, 30_000);
+});
