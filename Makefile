@@ -1,13 +1,14 @@
 # recruit-etl: every target installs what it needs on a fresh clone.
 #   make demo   the whole job against the built-in simulator (data/warehouse.duckdb, data/exports)
 #   make test   type check, then every test
+#   make test-fast  the unit and integration tiers only (the loop while working)
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
 DEMO_PORT ?= 8787
 SOURCES := $(shell find src -name '*.ts' 2>/dev/null) tsconfig.json tsconfig.build.json
 
-.PHONY: help install build typecheck test demo run status dbt bench clean extensions postgres demo-lake bench-lake chromium screenshot cron systemd linters moto node-exporter
+.PHONY: help install build typecheck test test-fast demo run status dbt bench clean extensions postgres demo-lake bench-lake chromium screenshot cron systemd linters moto node-exporter
 
 # PostgreSQL server binaries for the lake's integration tests and make demo-lake (initdb, pg_ctl).
 PG_BIN ?= $(or $(shell pg_config --bindir 2>/dev/null | grep -v '^$$' || true),/usr/lib/postgresql/15/bin)
@@ -16,6 +17,7 @@ export PG_BIN
 help:
 	@echo "make demo      run the nightly job against the built-in simulator, print the funnel"
 	@echo "make test      type check and run every test (unit, integration, e2e, faults)"
+	@echo "make test-fast the unit and integration tiers (no crash, lake, browser, dbt: README.md \"Tests\")"
 	@echo "make run       run the nightly job against the real API (RECRUIT_ETL_* from the environment)"
 	@echo "make status    streams, cursors, last runs, row counts"
 	@echo "make dbt       build the same models with dbt-duckdb (after make demo)"
@@ -123,6 +125,12 @@ typecheck: node_modules/.installed
 
 test: build typecheck extensions postgres moto .make/chromium cron systemd linters node-exporter
 	npx vitest run
+
+# The unit and integration tiers of vitest.config.ts, without the slow one (crash, lake, browser,
+# dbt, incremental property tests): no type check (the build checks src/), no lake, no browser;
+# the deploy tests of the integration tier need cron, systemd, the linters and node_exporter.
+test-fast: build cron systemd linters node-exporter
+	npx vitest run --project unit --project integration
 
 demo: build
 	DEMO_PORT=$(DEMO_PORT) bash scripts/demo.sh

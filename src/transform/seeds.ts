@@ -1,10 +1,8 @@
 /**
  * Seeds: the CSV mappings of `sql/seeds/` and their column types.
  *
- * Column types come from the seed properties file `sql/seeds/_seeds.yml`, which dbt reads
- * as YAML and this module reads as JSON (the file is written in the JSON subset of YAML;
- * lines starting with `#` are comments). Both engines thus load each column with the same
- * DuckDB type.
+ * Column types come from the seed properties file `sql/seeds/_seeds.yml`, which dbt and
+ * this module both read as YAML. Both engines thus load each column with the same DuckDB type.
  *
  * @module
  */
@@ -12,6 +10,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
+import { parse as parseYaml } from 'yaml';
 import { ConfigError, TransformError, WarehouseError } from '../errors.js';
 import { INPUT_FILE_MAX_BYTES, readInputFile } from '../fs/inputFile.js';
 import { quoteIdent } from './compileModel.js';
@@ -55,23 +54,27 @@ export interface SeedOverride {
 const PROPERTIES_FILE = '_seeds.yml';
 const TYPE_RE = /^[A-Za-z][A-Za-z0-9_ ]*(\(\d+(,\s*\d+)?\))?(\[\])?$/;
 
-/** Parse the seed properties file: `seed name → column → type`. */
+/**
+ * Parse the seed properties file: `seed name → column → type`. The file is YAML, read as dbt
+ * reads it (YAML 1.1, the `yaml` package), so any valid YAML edit (block or flow style,
+ * comments anywhere) means the same to both engines (docs/models.md "Seeds"). A file without
+ * a `seeds` list has no types; a seed entry without a string `name` is skipped.
+ *
+ * @throws {TransformError} naming `file`: not valid YAML (or over 100 aliases), or a column
+ *   type that is not a plain DuckDB type name
+ */
 export function parseSeedProperties(text: string, file = PROPERTIES_FILE): Map<string, Record<string, string>> {
-  const json = text
-    .split('\n')
-    .filter((l) => !l.trimStart().startsWith('#'))
-    .join('\n');
   let doc: unknown;
   try {
-    doc = JSON.parse(json);
+    doc = parseYaml(text, { version: '1.1', maxAliasCount: 100 });
   } catch (err) {
-    throw new TransformError(`${file}: not valid JSON-style YAML (${(err as Error).message})`);
+    throw new TransformError(`${file}: not valid YAML (${(err as Error).message.split('\n', 1)[0]})`);
   }
   const out = new Map<string, Record<string, string>>();
-  const seeds = (doc as { seeds?: unknown }).seeds;
+  const seeds = (doc as { seeds?: unknown } | null)?.seeds;
   if (!Array.isArray(seeds)) return out;
-  for (const s of seeds as { name?: unknown; config?: { column_types?: unknown } }[]) {
-    if (typeof s.name !== 'string') continue;
+  for (const s of seeds as ({ name?: unknown; config?: { column_types?: unknown } | null } | null)[]) {
+    if (typeof s?.name !== 'string') continue;
     const types = s.config?.column_types;
     const map: Record<string, string> = {};
     if (types && typeof types === 'object') {

@@ -1,6 +1,7 @@
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, test } from 'vitest';
+import { parse, stringify } from 'yaml';
 import { SEEDS_DIR } from '../../../src/paths.js';
 import { ConfigError } from '../../../src/errors.js';
 import { loadSeedSpecs, parseSeedProperties, seedSql } from '../../../src/transform/seeds.js';
@@ -26,10 +27,18 @@ describe('seeds', () => {
     ]);
   });
 
-  test('the properties file is JSON after its # comments (dbt reads it as YAML)', () => {
-    const props = parseSeedProperties('# c\n{"version": 2, "seeds": [{"name": "s", "config": {"column_types": {"a": "integer"}}}]}');
-    expect(props.get('s')).toEqual({ a: 'integer' });
-    expect(() => parseSeedProperties('seeds:\n  - name: s')).toThrow(/JSON/);
+  test('the properties file is read as YAML, as dbt reads it: block style means what flow style means', () => {
+    const flow = readFileSync(join(SEEDS_DIR, '_seeds.yml'), 'utf8');
+    const types = parseSeedProperties(flow);
+    expect(types.get('seed_event_types')).toEqual({ event_type: 'varchar', entity: 'varchar', event_version: 'integer' });
+    // The same document rewritten in block style, with a comment after a value: the same types.
+    const block = `# seeds\n${stringify(parse(flow))}`.replace('event_version: integer', 'event_version: integer # 1, 2');
+    expect(block).not.toContain('{');
+    expect(block).toContain('event_version: integer # 1, 2');
+    expect(parseSeedProperties(block)).toEqual(types);
+    expect(parseSeedProperties('seeds:\n  - name: s\n    config:\n      column_types:\n        a: integer\n').get('s')).toEqual({ a: 'integer' });
+    expect(parseSeedProperties('# only a comment\n').size).toBe(0);
+    expect(() => parseSeedProperties('seeds: [\n  - name: s', 'x.yml')).toThrow(/^x\.yml: not valid YAML \(/);
     expect(() => parseSeedProperties('{"seeds": [{"name": "s", "config": {"column_types": {"a": "int); drop"}}}]}')).toThrow(/invalid type/);
   });
 
