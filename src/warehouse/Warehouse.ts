@@ -206,6 +206,9 @@ export class Warehouse {
       }
     }
     const attach = abs !== ':memory:' && !readOnly;
+    // Opening a file for writing replays its WAL and folds it in on close: a newer build's
+    // warehouse is refused before that, read-only (docs/contracts.md "Warehouse tables").
+    if (attach && existsSync(abs)) await refuseNewerWarehouse(abs);
     let instance: DuckDBInstance | undefined;
     let conn: DuckDBConnection | undefined;
     try {
@@ -598,6 +601,21 @@ export function newerWarehouseMessage(path: string, unknown: readonly AppliedMig
   const names = quoted(newest.name, 120);
   return `the warehouse ${path} is at schema version ${newest.version} (${names}, applied ${newest.appliedAt} by ${by}), ` +
     `which this build (recruit-etl ${BUILD_VERSION}, newest migration ${ours}) does not know`;
+}
+
+/**
+ * Open `abs` read-only and refuse it when a newer build migrated it: nothing of the file or
+ * its WAL is written.
+ * @throws {WarehouseError} a newer build's warehouse (exit 7); {@link LockError} (exit 5)
+ */
+async function refuseNewerWarehouse(abs: string): Promise<void> {
+  const ro = await Warehouse.open(abs, { readOnly: true, memoryLimit: '256MB' });
+  try {
+    const unknown = await ro.unknownMigrations();
+    if (unknown.length > 0) throw newerWarehouseError(abs, unknown, WAREHOUSE_SQL_DIR);
+  } finally {
+    await ro.close();
+  }
 }
 
 function newerWarehouseError(path: string, unknown: readonly AppliedMigration[], dir: string): WarehouseError {

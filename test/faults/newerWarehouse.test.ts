@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createHash } from 'node:crypto';
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { MockApi } from '../../src/simulator/index.js';
 import { BUILD_VERSION, Warehouse } from '../../src/warehouse/Warehouse.js';
@@ -70,5 +70,27 @@ describe('a newer warehouse is refused (it was written anyway, exit 0)', () => {
     expect(JSON.parse(streams.stdout)).toHaveLength(1);
     expect(streams.stderr).toMatch(/^recruit-etl: warning: .*schema version 999/m);
     expect(sha(db)).toBe(before);
+  }, 120_000);
+
+  it('a newer migration still in the WAL: transform exits 7 and neither the file nor the WAL changes (opening for writing folded the WAL in)', async () => {
+    const db = join(tmp.dir, 'wal.duckdb');
+    const env = { ...envFor(api, db, { RECRUIT_ETL_EXPORT_DIR: join(tmp.dir, 'wal-exports') }), RECRUIT_ETL_LOG_LEVEL: 'warn' };
+    const first = await runCli(['extract'], env);
+    expect(first.code, first.stderr).toBe(0);
+    const wh = await Warehouse.open(db);
+    try {
+      await wh.run('pragma disable_checkpoint_on_shutdown');
+      await wh.run("insert into etl.schema_migrations values (999, '999_from_the_future.sql', now(), '9.9.9')");
+    } finally {
+      await wh.close();
+    }
+    const wal = `${db}.wal`;
+    expect(existsSync(wal), 'the insert stays in the WAL').toBe(true);
+    const [file, log] = [sha(db), sha(wal)];
+    const r = await runCli(['transform'], env, { timeoutMs: 30_000 });
+    expect(r.code, r.stderr).toBe(7);
+    expect(r.stderr).toMatch(/schema version 999/);
+    expect(sha(db)).toBe(file);
+    expect(existsSync(wal) && sha(wal)).toBe(log);
   }, 120_000);
 });
