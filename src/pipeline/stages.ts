@@ -212,6 +212,7 @@ async function sitesStage(ctx: StageContext): Promise<StageOutcome> {
 /** `transform`: build the models of sql/models (docs/incremental.md). */
 async function transformStage(ctx: StageContext): Promise<StageOutcome> {
   const { config } = ctx;
+  failpoint('transform.before');
   const inputs = {
     ...(config.siteNames !== undefined ? { siteNames: config.siteNames } : {}),
     ...(config.trialTargets !== undefined ? { trialTargets: config.trialTargets } : {}),
@@ -295,15 +296,7 @@ export const STAGES: readonly StageDef[] = [
     writes: true,
     run: sitesStage,
   },
-  {
-    name: 'transform',
-    commands: ['run', 'transform'],
-    writes: true,
-    run: async (ctx) => {
-      failpoint('transform.before');
-      return transformStage(ctx);
-    },
-  },
+  { name: 'transform', commands: ['run', 'transform'], writes: true, run: transformStage },
   { name: 'export', commands: ['run', 'export'], run: exportStage },
   { name: 'report', commands: ['run', 'report'], run: reportStage, warmUp: (ctx) => void reportModule(ctx) },
   { name: 'publish', commands: ['run', 'publish'], onlyWith: { option: 'lake', commands: ['run'] }, needs: 'lake', run: publishStage },
@@ -314,8 +307,11 @@ export function stagesOf(command: PipelineCommand): StageName[] {
   return STAGES.filter((s) => s.commands.includes(command)).map((s) => s.name);
 }
 
-/** True when `def` runs in `command` given the options (`raw` or resolved). */
-function holds(def: StageDef, command: string, options: Readonly<Record<string, unknown>>): boolean {
+/** The options the stages' conditions read, as gathered or as resolved. */
+type ConditionOptions = Readonly<Partial<Record<NonNullable<StageDef['onlyWith']>['option'], unknown>>>;
+
+/** True when `def` runs in `command` given the options. */
+function holds(def: StageDef, command: string, options: ConditionOptions): boolean {
   const cond = def.onlyWith;
   return cond === undefined || !cond.commands.includes(command as PipelineCommand) || options[cond.option] !== undefined;
 }
@@ -336,7 +332,7 @@ export function commandNeeds(command: PipelineCommand, raw: Readonly<Record<stri
 export function planStages(command: string, names: readonly StageName[], config: Config, logger: Logger): StageDef[] {
   return STAGES.filter((s) => {
     if (!names.includes(s.name)) return false;
-    if (holds(s, command, config as unknown as Record<string, unknown>)) return true;
+    if (holds(s, command, config)) return true;
     if (s.onlyWith?.skipped) logger.info({}, s.onlyWith.skipped);
     return false;
   });
