@@ -211,29 +211,53 @@ async function createObjectStoreSecret(wh: Warehouse, c: ObjectStoreCredentials)
 export async function loadLakeExtensions(wh: Warehouse, needPostgres: boolean, needHttpfs = false): Promise<void> {
   if (existsSync(LOCAL_EXTENSION_DIR)) await wh.run(`set extension_directory = ${sqlString(LOCAL_EXTENSION_DIR)}`);
   for (const ext of ['ducklake', ...(needPostgres ? ['postgres'] : []), ...(needHttpfs ? ['httpfs'] : [])]) {
-    try {
-      await wh.run(`load ${ext}`);
-    } catch (err) {
-      throw new ConfigError(`cannot load the DuckDB extension ${ext} for --lake (RECRUIT_ETL_LAKE): ${(err as Error).message}`, {
-        cause: err,
-        hint: `run \`make extensions\` (fills .duckdb/extensions from PyPI), or with internet access run INSTALL ${ext} once in DuckDB`,
-      });
-    }
+    await loadExtension(wh, ext);
+  }
+}
+
+/**
+ * LOAD `httpfs` when it is there: for a lake whose data path is not given (`--lake-data-path`),
+ * the `AWS_*` variables say it may be on an object store, but they may also be set for
+ * something else on a lake in a local folder.
+ * @returns whether it is loaded
+ */
+async function loadHttpfsIfThere(wh: Warehouse): Promise<boolean> {
+  try {
+    await wh.run('load httpfs');
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** LOAD one extension. @throws {ConfigError} it cannot be loaded (exit 2) */
+async function loadExtension(wh: Warehouse, ext: string): Promise<void> {
+  try {
+    await wh.run(`load ${ext}`);
+  } catch (err) {
+    throw new ConfigError(`cannot load the DuckDB extension ${ext} for --lake (RECRUIT_ETL_LAKE): ${(err as Error).message}`, {
+      cause: err,
+      hint: `run \`make extensions\` (fills .duckdb/extensions from PyPI), or with internet access run INSTALL ${ext} once in DuckDB`,
+    });
   }
 }
 
 /**
  * Attach the lake as {@link LAKE_ALIAS} (data files as Parquet, never inlined in the catalog).
- * With an object-store `dataPath`, or `AWS_ACCESS_KEY_ID` in `env`, `httpfs` is loaded and the
- * S3 secret made first.
+ * With an object-store `dataPath`, `httpfs` is loaded (exit 2 when it cannot be) and the S3
+ * secret made from `AWS_*` first; without one, `AWS_ACCESS_KEY_ID` in `env` makes the secret
+ * only when `httpfs` can be loaded (the variables may be set for something else).
  * @throws {ConfigError} an extension cannot be loaded, the AWS_* variables are invalid, or the warehouse's own catalog is named {@link LAKE_ALIAS} (exit 2)
  * @throws {WarehouseError} the catalog cannot be reached or opened (exit 7)
  */
 export async function attachLake(wh: Warehouse, lake: string, dataPath: string | undefined, env: Readonly<Record<string, string | undefined>> = process.env): Promise<void> {
   const conninfo = postgresConninfo(lake);
   const creds = objectStoreCredentials(env);
-  await loadLakeExtensions(wh, conninfo !== undefined, creds !== undefined || (dataPath !== undefined && REMOTE_DATA_PATH_RE.test(dataPath)));
-  if (creds !== undefined) await createObjectStoreSecret(wh, creds);
+  const remote = dataPath !== undefined && REMOTE_DATA_PATH_RE.test(dataPath);
+  await loadLakeExtensions(wh, conninfo !== undefined, remote);
+  // Without a remote --lake-data-path, the lake's stored data path decides: the secret is made
+  // when httpfs is there, and a lake on an object store without httpfs fails at its first read.
+  if (creds !== undefined && (remote || (await loadHttpfsIfThere(wh)))) await createObjectStoreSecret(wh, creds);
   // `attach if not exists` would take a database already attached under the alias for the lake.
   const taken = await wh.one<{ n: bigint }>(`select count(*) as n from duckdb_databases() where lower(database_name) in (lower(?), lower(?))`, [LAKE_ALIAS, `${LAKE_ALIAS}_pg`]);
   if (Number(taken?.n ?? 0) > 0) {
