@@ -99,7 +99,9 @@ describe('analysts never block the nightly run', () => {
     expect(first.exitCode, first.message).toBe(0);
     const half = expectedAll(api).length;
     api.grow();
-    api.faults.add({ endpoint: 'events', kind: 'latency', ms: 500, times: Infinity });
+    // 3 s a page: the run holds the file for half a minute, however slowly a loaded machine
+    // starts the two status processes (at 500 ms it once finished first, at load 20).
+    api.faults.add({ endpoint: 'events', kind: 'latency', ms: 3_000, times: Infinity });
     const env = envFor(api, db, { RECRUIT_ETL_PAGE_SIZE: '5', RECRUIT_ETL_BATCH_PAGES: '1', RECRUIT_ETL_LOG_LEVEL: 'warn' });
     const requestsBefore = api.stats.eventRequests;
     const run = startCli(['extract'], env);
