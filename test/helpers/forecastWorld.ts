@@ -5,18 +5,7 @@
  * receives referrals as a Poisson process, a share of which enrol after a lag. Returns the
  * patients referred up to the as-of time (the forecast's input) and what happened after it.
  */
-
-/** A deterministic generator of uniforms in [0, 1) (mulberry32). */
-export function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { seededRandom as mulberry32 } from './crash.js';
 
 function normal(u: () => number): number {
   return Math.sqrt(-2 * Math.log(1 - u())) * Math.cos(2 * Math.PI * u());
