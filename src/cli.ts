@@ -7,7 +7,7 @@
  * 16 MB) and lets the old generation grow by 20 % between full collections (the default lets
  * it reach several times the live data): the extract's garbage is page text, and both keep its
  * peak RSS low. It also gives glibc's allocator two arenas instead of eight per core, which
- * keep fewer freed blocks of DuckDB's threads (`docs/performance.md` "Settings"). V8 and glibc
+ * keep fewer freed blocks of DuckDB's threads (`docs/ingest.md` "Settings"). V8 and glibc
  * read these at startup, so they live here. `node dist/cli.js` behaves the same, with more
  * memory at the extract's peak.
  *

@@ -154,7 +154,7 @@ export const ConfigSchema = z.object({
     commands: PIPELINE,
     group: GENERAL,
   }),
-  /** DuckDB `memory_limit` for transform, export and batches held in memory; the extract runs under its own smaller cap (`docs/performance.md` "Settings"). */
+  /** DuckDB `memory_limit` for transform, export and batches held in memory; the extract runs under its own smaller cap (`docs/ingest.md` "Settings"). */
   memoryLimit: option(duckdbSize.default('2GB').describe('DuckDB memory_limit for transform and export (the extract runs under its own smaller cap)'), {
     commands: WAREHOUSE,
     group: GENERAL,

@@ -14,7 +14,7 @@ export const DEFAULT_BATCH_PAGES = 1000;
  * Size of a batch file at which the batch ends, bytes (64 MiB, about 100,000 events of the
  * usual size). A batch is written to a file as its pages arrive, so this bounds disk, not
  * memory; each batch costs DuckDB a commit, so fewer, larger ones load faster
- * (`docs/performance.md` "How the extract works").
+ * (`docs/ingest.md` "What each piece bought").
  */
 export const BATCH_MAX_BYTES = 64 * 1024 * 1024;
 

@@ -94,7 +94,7 @@ export interface StageDef {
 }
 
 /**
- * DuckDB settings while the extract stage runs, set once around it (`docs/performance.md`
+ * DuckDB settings while the extract stage runs, set once around it (`docs/ingest.md`
  * "Settings"): a small memory cap (DuckDB loads a batch file row group by row group and needs
  * little of its memory, and it keeps blocks cached up to its limit), one thread (a batch file
  * is read in order; a second thread only spins beside the HTTP client and the page reader),
@@ -111,7 +111,7 @@ export const EXTRACT_SETTINGS: Readonly<Record<string, string>> = Object.freeze(
  * DuckDB settings for a batch DuckDB holds in memory, in proportion to its size, until a
  * checkpoint (`BatchWriterOptions.heldBatchSettings`): a batch of wide events, and a batch
  * written again after its checks. It runs under the job's `--memory-limit` and checkpoints
- * every 16 MB of WAL (`docs/performance.md` "Settings").
+ * every 16 MB of WAL (`docs/ingest.md` "Settings").
  *
  * @param memoryLimit `--memory-limit`
  */

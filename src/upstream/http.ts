@@ -58,7 +58,7 @@ export interface HttpPolicy {
   maxRetryAfterMs: number;
   /**
    * Largest response body accepted, bytes (`--max-page-bytes`). Default 256 MiB: the body is
-   * held once (one buffer) while its page is read (`docs/performance.md` "Wide events"). A
+   * held once (one buffer) while its page is read (`docs/ingest.md` "Large pages"). A
    * bigger body fails at once with {@link UpstreamContractError} (exit 6) naming the option and
    * is NOT retried: the same URL returns the same page again, and the page size of a stream
    * is fixed by its cursor.

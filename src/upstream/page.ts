@@ -17,7 +17,7 @@
  *
  * Why a scanner and not the parsed objects: the writer needs each event's text as sent, and
  * re-serialising every parsed event costs more than the rest of the writer
- * (`docs/performance.md`).
+ * (`docs/ingest.md` "Two workers").
  *
  * @module
  */

@@ -8,8 +8,7 @@
  * last one. `message` and `envelope` are read as JSON there, so DuckDB's JSON reader judges
  * every event (the quarantine check); the id hashes go to `etl.event_ids` and are probed for
  * the repeat check; events to quarantine have their text as sent stored in
- * `raw.quarantined_events`. Why a file and not DuckDB's appender: `docs/performance.md` "How
- * the extract works".
+ * `raw.quarantined_events`. Why a file and not DuckDB's appender: `docs/ingest.md` "Two workers".
  *
  * @module
  */
@@ -147,7 +146,7 @@ export class RawEventWriter {
     const last = basePosition + file.rows;
     // Hashes of the batch stored before it. Every stream's are probed, and the few hits kept
     // only if on this stream: filtering the table's rows by stream_id, a text, cost more than
-    // the probe itself (docs/performance.md "How the extract works").
+    // the probe itself (docs/ingest.md "Two workers").
     const [hitStreams, hitHashes] = await this.wh.columns<[string, bigint]>(
       `select o.stream_id, o.id_hash from etl.event_ids o
        where o.stream_position < ${first}

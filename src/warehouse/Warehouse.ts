@@ -34,14 +34,14 @@ export type SqlParam = DuckDBValue;
  * export), through {@link Warehouse.withSettings}: models are sets and promise no row order
  * (readers sort; docs/models.md "Performance rules"), so DuckDB may write a table or a
  * Parquet file from both threads without merging them back into order
- * (docs/performance.md "Settings").
+ * (docs/ingest.md "Settings").
  */
 export const UNORDERED_WRITES: Readonly<Record<string, string>> = Object.freeze({ preserve_insertion_order: 'false' });
 
 /**
  * Rows per row group of the tables this job writes (DuckDB's default: 122,880): an extract
  * batch then fills whole row groups that DuckDB writes straight to the file at commit. Every
- * writable session must use the same size. Why this size: `docs/performance.md` "Row groups".
+ * writable session must use the same size. Why this size: `docs/ingest.md` "Row groups".
  */
 export const ROW_GROUP_SIZE = 16_384;
 
@@ -55,7 +55,7 @@ export const CHECKPOINT_THRESHOLD = '512MB';
  * DuckDB `max_vacuum_tasks` of a writable session: 0, no checkpoint merges row groups. A
  * checkpoint's vacuum merges small neighbouring row groups of every table, `raw.events`
  * included whether it changed or not, and rewrites them whole in memory: with wide events
- * that was gigabytes at every later checkpoint (`docs/performance.md` "Wide events"). Fully
+ * that was gigabytes at every later checkpoint (`docs/ingest.md` "Memory with wide events"). Fully
  * deleted row groups are still dropped; the transform compacts the tables it deletes from
  * (`docs/incremental.md` "Compaction").
  */
@@ -199,7 +199,7 @@ export class Warehouse {
       } else {
         mkdirSync(dirname(abs), { recursive: true, mode: 0o700 });
         config['temp_directory'] = options.tempDirectory ?? `${abs}.tmp`;
-        // Fold the WAL into the file every 512 MB instead of every 16 MB (`docs/performance.md`
+        // Fold the WAL into the file every 512 MB instead of every 16 MB (`docs/ingest.md`
         // "Settings"); the job checkpoints at the end of every successful run anyway.
         config['checkpoint_threshold'] = CHECKPOINT_THRESHOLD;
         config['max_vacuum_tasks'] = MAX_VACUUM_TASKS;
@@ -348,7 +348,7 @@ export class Warehouse {
    * Run `fn` under the DuckDB settings `settings` (name → value), then put back what was in
    * force before: the value set by {@link Warehouse.open} or an enclosing call, else DuckDB's
    * default (`reset`). Calls nest.
-   * The one place where a stage changes settings (`docs/performance.md` "Settings").
+   * The one place where a stage changes settings (`docs/ingest.md` "Settings").
    *
    * @throws whatever `fn` throws; a failed restore is logged (with DuckDB's reason), never thrown
    */

@@ -11,7 +11,7 @@ const EVENTS = 150_000;
 
 /**
  * A clean run logs no warning, at the simulator's default page size (100) and at 1,000
- * (docs/performance.md "Settings": a setting a stage changes is put back without a warning).
+ * (docs/ingest.md "Settings": a setting a stage changes is put back without a warning).
  */
 describe('a clean run', () => {
   let api: MockApi;
