@@ -15,7 +15,11 @@
 import { z } from 'zod';
 import { ConfigError } from '../errors.js';
 import { checkInputFile, formatBytes, INPUT_FILE_MAX_BYTES, readInputFile } from '../fs/inputFile.js';
+import { BATCH_MAX_BYTES, DEFAULT_BATCH_PAGES, WIDE_BATCH_BYTES } from '../extract/batches.js';
+import { DEFAULT_PROGRESS_INTERVAL_SECONDS } from '../log/progress.js';
 import { TOKEN_AUDIENCE_PARAMETERS, TOKEN_CLIENT_AUTHS, TOKEN_REQUEST_FORMATS } from '../upstream/auth.js';
+import { DEFAULT_MAX_EMPTY_PAGES } from '../upstream/events.js';
+import { DEFAULT_HTTP_POLICY } from '../upstream/http.js';
 
 /**
  * Default event types (docs/contracts.md "Options"): the three patient types and both
@@ -165,7 +169,7 @@ export const ConfigSchema = z.object({
   }),
   verbose: option(z.boolean().default(false).describe('stack traces on failure, debug logs'), { commands: ALL, group: GENERAL }),
   /** Seconds between two progress lines in the log while a stage runs (src/log/progress.ts; docs/contracts.md "Progress and the run summary"). */
-  progressInterval: option(z.number().positive().default(10).describe('seconds between two progress lines in the log while a stage runs'), {
+  progressInterval: option(z.number().positive().default(DEFAULT_PROGRESS_INTERVAL_SECONDS).describe('seconds between two progress lines in the log while a stage runs'), {
     commands: PIPELINE,
     group: GENERAL,
   }),
@@ -237,27 +241,27 @@ export const ConfigSchema = z.object({
     defaultHelp: "the server's",
   }),
   /** The most pages per transaction (`docs/ingest.md` "Batches"); the cursor always commits with its events. */
-  batchPages: option(int.default(1000).describe('pages per commit, at most (events and cursor commit together); a batch also ends at a 64 MiB batch file (4 MiB of wide events)'), {
+  batchPages: option(int.default(DEFAULT_BATCH_PAGES).describe(`pages per commit, at most (events and cursor commit together); a batch also ends at a ${formatBytes(BATCH_MAX_BYTES)} batch file (${formatBytes(WIDE_BATCH_BYTES)} of wide events)`), {
     commands: EVENTS,
     group: UPSTREAM_GROUP,
   }),
   /** Empty pages in a row, `hasNextPage` true, after which the stream breaks the contract (`docs/ingest.md` "Bounded time"). */
-  maxEmptyPages: option(int.default(1000).describe('pages in a row with no new event (empty, or only events already stored), hasNextPage true, before the run stops with exit 6'), {
+  maxEmptyPages: option(int.default(DEFAULT_MAX_EMPTY_PAGES).describe('pages in a row with no new event (empty, or only events already stored), hasNextPage true, before the run stops with exit 6'), {
     commands: EVENTS,
     group: UPSTREAM_GROUP,
   }),
   /** Largest response body read, bytes (`docs/ingest.md` "How a page is read"); a larger page is exit 6 naming this option and the stream. */
-  maxPageBytes: option(int.max(500 * 1024 * 1024).default(256 * 1024 * 1024).describe('largest response body (an events page) read, bytes; a larger page stops the run with exit 6 (the page size of a stream is fixed by its cursor)'), {
+  maxPageBytes: option(int.max(500 * 1024 * 1024).default(DEFAULT_HTTP_POLICY.maxResponseBytes).describe('largest response body (an events page) read, bytes; a larger page stops the run with exit 6 (the page size of a stream is fixed by its cursor)'), {
     commands: UPSTREAM,
     group: UPSTREAM_GROUP,
   }),
   /** Longest time a page body may take to arrive whole, in seconds (`docs/ingest.md` "Bounded time"). */
-  bodyTimeout: option(z.number().positive().default(120).describe('longest time, seconds, for a response body to arrive whole; then retried'), {
+  bodyTimeout: option(z.number().positive().default(DEFAULT_HTTP_POLICY.bodyTotalTimeoutMs / 1000).describe('longest time, seconds, for a response body to arrive whole; then retried'), {
     commands: UPSTREAM,
     group: UPSTREAM_GROUP,
   }),
   /** Longest Retry-After the job waits for, in seconds; a longer one fails the run with exit 4. */
-  maxRetryAfter: option(z.number().positive().default(120).describe('longest Retry-After honoured, seconds; longer fails with exit 4'), {
+  maxRetryAfter: option(z.number().positive().default(DEFAULT_HTTP_POLICY.maxRetryAfterMs / 1000).describe('longest Retry-After honoured, seconds; longer fails with exit 4'), {
     commands: UPSTREAM,
     group: UPSTREAM_GROUP,
   }),

@@ -7,7 +7,7 @@
 import { EVENT_SLOTS, PART, type PageEvents } from '../events/PageEvents.js';
 import { WIDE_ROW_BYTES } from '../warehouse/BatchFile.js';
 
-/** Default of `--batch-pages`, the most pages a batch takes. */
+/** Default of `--batch-pages`, the most pages a batch takes (`src/config/config.ts` uses it, and the two sizes below in its help). */
 export const DEFAULT_BATCH_PAGES = 1000;
 
 /**

@@ -72,7 +72,10 @@ export interface HttpPolicy {
   deadlineMs?: number;
 }
 
-/** Defaults of {@link HttpPolicy}. */
+/**
+ * Defaults of {@link HttpPolicy}, declared once: `src/config/config.ts` takes the defaults of
+ * `--max-page-bytes` (`maxResponseBytes`), `--body-timeout` and `--max-retry-after` (in seconds) from here.
+ */
 export const DEFAULT_HTTP_POLICY: Readonly<HttpPolicy> = Object.freeze({
   connectTimeoutMs: 10_000,
   headersTimeoutMs: 30_000,
