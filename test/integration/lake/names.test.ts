@@ -26,10 +26,10 @@ describe('the lake names its catalog; one schema, one pipeline', { timeout: 300_
   let lake: string;
 
   /** The CLI on warehouse `<tmp>/<dir>/<file>` with `--environment env` and no `--lake-schema` (the default). */
-  const run = (dir: string, file: string, environment: string, extra: Record<string, string> = {}, command = 'run'): Promise<CliResult> => {
+  const run = (dir: string, file: string, environment: string, extra: Record<string, string> = {}, command = 'run', flags: string[] = []): Promise<CliResult> => {
     mkdirSync(join(tmp.dir, dir), { recursive: true });
     return runCli(
-      [command],
+      [command, ...flags],
       envFor(api, join(tmp.dir, dir, file), {
         RECRUIT_ETL_EXPORT_DIR: join(tmp.dir, dir, 'exports'),
         RECRUIT_ETL_LAKE: lake,
@@ -125,7 +125,7 @@ describe('the lake names its catalog; one schema, one pipeline', { timeout: 300_
   });
 
   it('--lake-pipeline-moved hands the schema to this warehouse once; the previous one is refused after', async () => {
-    const moved = await run('s2', 'warehouse.duckdb', 'staging', { RECRUIT_ETL_LAKE_PIPELINE_MOVED: 'true' }, 'publish');
+    const moved = await run('s2', 'warehouse.duckdb', 'staging', {}, 'publish', ['--lake-pipeline-moved']);
     ok(moved);
     expect(moved.stdout).toMatch(/the lake schema now belongs to this warehouse/);
     const owner = await reader.one<{ f: string; e: string }>('select warehouse_file as f, environment as e from rl.staging.publish_pipeline');
