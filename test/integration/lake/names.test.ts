@@ -10,11 +10,12 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { MockApi } from '../../../src/simulator/index.js';
 import { Warehouse, sqlString } from '../../../src/warehouse/Warehouse.js';
-import { loadLakeExtensions } from '../../../src/publish/lake.js';
 import { runCli, type CliResult } from '../../helpers/cli.js';
-import { startPostgres, type PgCluster } from '../../helpers/postgres.js';
-import { envFor, startSim } from '../../helpers/sim.js';
+import type { PgCluster } from '../../helpers/postgres.js';
+import { envFor } from '../../helpers/sim.js';
+import { loadLakeExtensions } from '../../../src/publish/lake.js';
 import { tempDir } from '../../helpers/tmp.js';
+import { startLake, stopLake } from '../../helpers/lake.js';
 
 const RUN_TIMEOUT_MS = 120_000;
 
@@ -61,20 +62,11 @@ describe('the lake names its catalog; one schema, one pipeline', { timeout: 300_
   };
 
   beforeAll(async () => {
-    pg = await startPostgres();
-    pg.createDb('lake');
-    lake = `ducklake:postgres:${pg.conninfo('lake')}`;
-    tmp = tempDir('recruit-etl-lake-names-');
-    api = await startSim({ seed: 31, patientsPerTrial: 40, releaseFraction: 0.5 });
-    reader = await Warehouse.open(':memory:');
-    await loadLakeExtensions(reader, true);
+    ({ pg, api, tmp, reader, lake } = await startLake('recruit-etl-lake-names-', { seed: 31, patientsPerTrial: 40, releaseFraction: 0.5 }));
   }, 120_000);
 
   afterAll(async () => {
-    await reader?.close();
-    await api?.close();
-    pg?.stop();
-    tmp?.cleanup();
+    await stopLake({ pg, api, tmp, reader });
   });
 
   it('production.duckdb with the default environment production publishes (no "Ambiguous reference to catalog or schema")', async () => {
