@@ -13,7 +13,7 @@ import { SecretRegistry } from '../log/secrets.js';
 import type { CliContext } from './context.js';
 import { HELP_EPILOGUE } from './options.js';
 import { keyName } from '../config/config.js';
-import { writeMetrics } from './metrics.js';
+import { writeFinalMetrics } from './metrics.js';
 import { stageCommands } from './commands/stages.js';
 import { statusCommand } from './commands/status.js';
 import { streamsCommand } from './commands/streams.js';
@@ -119,18 +119,5 @@ export async function run(argv: readonly string[], io: RunIo = {}): Promise<numb
     ctx.logger?.error({ code: (err as { code?: string }).code, exitCode }, 'run failed');
     ctx.stderr.write(`${described.text}\n`);
   }
-  try {
-    await writeMetrics(ctx, exitCode);
-  } catch (err) {
-    // The command's own failure stands; a success becomes exit 7 (docs/contracts.md "Metrics").
-    ctx.logger?.error({ metricsFile: ctx.metrics?.path, exitCode }, (err as Error).message);
-    if (exitCode === 0) {
-      const described = describeFailure(err, ctx.verbose, ctx.secrets);
-      exitCode = described.exitCode;
-      ctx.stderr.write(`${described.text}\n`);
-    } else if (!ctx.logger) {
-      ctx.stderr.write(`recruit-etl: warning: ${(err as Error).message}\n`);
-    }
-  }
-  return exitCode;
+  return writeFinalMetrics(ctx, exitCode);
 }

@@ -7,6 +7,7 @@
  * @module
  */
 import { WarehouseError } from '../errors.js';
+import { describeFailure } from './exit.js';
 import { readerModes } from '../fs/readerFiles.js';
 import type { CliContext } from './context.js';
 
@@ -56,5 +57,29 @@ export async function writeMetrics(ctx: CliContext, exitCode: number): Promise<v
       cause: err,
       hint: "the metrics file's folder must exist and be writable by the job (systemd: list it in ReadWritePaths=); the run is recorded failed",
     });
+  }
+}
+
+/**
+ * The CLI's last step: {@link writeMetrics} with the command's `exitCode`, reporting a file
+ * that cannot be written. The command's own failure stands (the write failure is logged, or
+ * a warning on stderr without a logger); a success becomes exit 7 with the failure on stderr
+ * (docs/contracts.md "Metrics").
+ *
+ * @returns the exit code of the invocation
+ */
+export async function writeFinalMetrics(ctx: CliContext, exitCode: number): Promise<number> {
+  try {
+    await writeMetrics(ctx, exitCode);
+    return exitCode;
+  } catch (err) {
+    ctx.logger?.error({ metricsFile: ctx.metrics?.path, exitCode }, (err as Error).message);
+    if (exitCode === 0) {
+      const described = describeFailure(err, ctx.verbose, ctx.secrets);
+      ctx.stderr.write(`${described.text}\n`);
+      return described.exitCode;
+    }
+    if (!ctx.logger) ctx.stderr.write(`recruit-etl: warning: ${(err as Error).message}\n`);
+    return exitCode;
   }
 }

@@ -450,10 +450,20 @@ export interface OptionSources {
 export const ONE_SETTING: readonly (readonly [string, string])[] = [['clientSecret', 'clientSecretFile']];
 
 /**
+ * Options that confirm one act (docs/contracts.md "Options"): accepted only as a flag, since a
+ * `RECRUIT_ETL_*` variable or a `--config` key would stay set and repeat the act on every
+ * command (two warehouses carrying `--lake-pipeline-moved` would take the schema from each
+ * other on every publish). {@link gatherOptions} refuses them from any other source (exit 2).
+ */
+export const COMMAND_LINE_ONLY: readonly string[] = ['lakePipelineMoved', 'yes'];
+
+/**
  * The raw value of each of `specs` by precedence: flag > `RECRUIT_ETL_*` variable > config
  * file; options given nowhere are absent (their schema default applies in {@link resolveConfig}).
  * An empty variable counts as unset. For each pair of {@link ONE_SETTING} only the values of
  * the highest source that gives either are kept.
+ *
+ * @throws {ConfigError} an option of {@link COMMAND_LINE_ONLY} in the environment or the config file (exit 2)
  */
 export function gatherOptions(specs: readonly Pick<OptionSpec, 'key' | 'env'>[], sources: OptionSources): Record<string, unknown> {
   const out: Record<string, unknown> = {};
@@ -463,6 +473,7 @@ export function gatherOptions(specs: readonly Pick<OptionSpec, 'key' | 'env'>[],
     const fromFlag = sources.flags[key];
     const fromEnv = sources.env?.[env];
     const fromFile = sources.file?.[key];
+    if (COMMAND_LINE_ONLY.includes(key)) refuseOutsideCommandLine(key, env, fromEnv, fromFile);
     if (fromFlag !== undefined) [out[key], level[key]] = [fromFlag, 0];
     else if (fromEnv !== undefined && fromEnv !== '') [out[key], level[key]] = [fromEnv, 1];
     else if (fromFile !== undefined && fromFile !== null) [out[key], level[key]] = [fromFile, 2];
@@ -472,6 +483,15 @@ export function gatherOptions(specs: readonly Pick<OptionSpec, 'key' | 'env'>[],
     for (const k of pair) if (level[k] !== undefined && level[k] > best) delete out[k];
   }
   return out;
+}
+
+/** @throws {ConfigError} when `key` ({@link COMMAND_LINE_ONLY}) is given by the variable `env` or the config file */
+function refuseOutsideCommandLine(key: string, env: string, fromEnv: string | undefined, fromFile: unknown): void {
+  const where = fromEnv !== undefined && fromEnv !== '' ? `the environment (${env})` : fromFile !== undefined && fromFile !== null ? 'the --config file' : undefined;
+  if (where === undefined) return;
+  throw new ConfigError(`--${flagName(key)} is accepted only on the command line, not from ${where}: give it on the command line, once`, {
+    hint: `remove it from ${where}`,
+  });
 }
 
 /**

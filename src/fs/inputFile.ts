@@ -38,13 +38,18 @@ export interface InputFileOptions {
 
 const DEFAULT_HINT = 'name a regular file (a symlink to one is fine), or unset the option';
 
-/** What a non-regular file is, for messages. */
-function kindOf(st: Stats): string {
+/**
+ * What a non-regular file is, for messages ("a folder", "a FIFO (named pipe)", "a character
+ * device", ...); also used for the metrics file (src/metrics/metricsPath.ts), whose lstat may
+ * see a symbolic link.
+ */
+export function kindOf(st: Stats): string {
   if (st.isDirectory()) return 'a folder';
   if (st.isFIFO()) return 'a FIFO (named pipe)';
   if (st.isCharacterDevice()) return 'a character device';
   if (st.isBlockDevice()) return 'a block device';
   if (st.isSocket()) return 'a socket';
+  if (st.isSymbolicLink()) return 'a symbolic link';
   return 'not a regular file';
 }
 

@@ -195,7 +195,10 @@ export async function renderMetrics(previous: Series, outcome: CommandOutcome): 
 
 /**
  * The previous file's text: opened without following a link and without blocking, read only
- * when it is a regular file of at most {@link MAX_PREVIOUS_BYTES}.
+ * when it is a regular file of at most {@link MAX_PREVIOUS_BYTES}. Not `readInputFile`
+ * (src/fs/inputFile.ts): that one follows links (a Kubernetes secret is one), stats the path
+ * before opening it, and refuses with a ConfigError (exit 2) naming an option, where a missing
+ * or unreadable previous file here is normal or only a warning, and the file is replaced.
  * @throws a `NodeJS.ErrnoException`, or an Error saying why the file is not read
  */
 function readPrevious(path: string): string | undefined {

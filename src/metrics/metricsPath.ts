@@ -7,16 +7,12 @@
  * @module
  */
 import { lstatSync, type Stats } from 'node:fs';
+import { kindOf } from '../fs/inputFile.js';
 
-/** What a path that exists but is not a regular file is, in words; undefined for a regular file or nothing. */
+/** What a path that exists but is not a regular file is, in words ({@link kindOf}); undefined for a regular file. */
 export function specialKind(st: Stats): string | undefined {
   if (st.isFile()) return undefined;
-  if (st.isDirectory()) return 'a directory';
-  if (st.isFIFO()) return 'a FIFO';
-  if (st.isCharacterDevice() || st.isBlockDevice()) return 'a device';
-  if (st.isSymbolicLink()) return 'a symbolic link (the rename would replace the link)';
-  if (st.isSocket()) return 'a socket';
-  return 'not a regular file';
+  return st.isSymbolicLink() ? `${kindOf(st)} (the rename would replace the link)` : kindOf(st);
 }
 
 /**

@@ -7,6 +7,7 @@
  * @module
  */
 import type { Warehouse } from '../warehouse/Warehouse.js';
+import { quarantinedCountSql, readDataQuality, tableExists } from '../warehouse/readStatus.js';
 
 /** One stream, as the metrics file reports it. */
 export interface StreamSeries {
@@ -36,11 +37,6 @@ export interface WarehouseSeries {
   dataQuality: Record<string, number> | null;
 }
 
-async function tableExists(wh: Warehouse, schema: string, table: string): Promise<boolean> {
-  const r = await wh.one<{ n: bigint }>('select count(*) as n from information_schema.tables where table_schema = ? and table_name = ?', [schema, table]);
-  return Number(r?.n ?? 0) > 0;
-}
-
 const num = (v: number | bigint | null | undefined): number | null => (v === null || v === undefined ? null : Number(v));
 
 /**
@@ -58,9 +54,7 @@ export async function readWarehouseSeries(wh: Warehouse): Promise<WarehouseSerie
     dataQuality: null,
   };
   if (!(await tableExists(wh, 'etl', 'streams'))) return out;
-  const quarantined = (await tableExists(wh, 'raw', 'quarantined_events'))
-    ? '(select count(*) from raw.quarantined_events q where q.stream_id = s.stream_id)'
-    : '0';
+  const quarantined = await quarantinedCountSql(wh);
   const streams = await wh.all<{ stream_id: string; status: string; event_count: bigint; quarantined: bigint | number; polled: number | null }>(
     `select stream_id, status, event_count, ${quarantined} as quarantined, epoch(last_polled_at)::double as polled
      from etl.streams s order by stream_id`,
@@ -81,9 +75,6 @@ export async function readWarehouseSeries(wh: Warehouse): Promise<WarehouseSerie
   out.lastSuccessfulExtractSeconds = num(runs?.extract);
   const newest = await wh.one<{ t: number | null }>('select epoch(max(published_time))::double as t from raw.events');
   out.newestEventPublishedSeconds = num(newest?.t);
-  if (await tableExists(wh, 'main', 'dq_summary')) {
-    const dq = await wh.all<{ check_name: string; issue_count: bigint | number }>('select check_name, issue_count from main.dq_summary order by check_name');
-    out.dataQuality = Object.fromEntries(dq.map((d) => [d.check_name, Number(d.issue_count)]));
-  }
+  out.dataQuality = await readDataQuality(wh);
   return out;
 }

@@ -99,8 +99,9 @@ function parseHeader(line: string): string[] {
 }
 
 /**
- * The text of a seed CSV, packaged or the operator's: the one place such files are read, so a
- * bound on the reader applies to every seed file.
+ * The text of a packaged seed CSV (a file of the package, read whole). The operator's CSVs
+ * (`--site-names`, `--trial-targets`) are read by {@link readOperatorCsv} instead, bounded
+ * and without blocking (docs/contracts.md "Input files").
  * @throws the file system's error (ENOENT, EISDIR, ...)
  */
 function readSeedText(path: string): string {

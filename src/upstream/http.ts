@@ -127,7 +127,7 @@ export interface HttpResponse<T = never> {
   parsed?: T;
 }
 
-/** Per-call options of {@link HttpClient.getText} and {@link HttpClient.postJson}. */
+/** Per-call options of {@link HttpClient.getText} and {@link HttpClient.postText}. */
 export interface RequestOptions<T = never> {
   /** Aborts the call (and any retry wait); the signal's reason is rethrown, no retry. */
   signal?: AbortSignal;
@@ -334,27 +334,16 @@ export class HttpClient {
   }
 
   /**
-   * POST a JSON body, with its own bounded retry (`maxPostAttempts`) on 5xx, 408, 429 and
-   * network errors, never on other 4xx (a refusal stays a refusal). Sending the token request twice is harmless: it only issues
-   * another token.
+   * POST a body serialised by the caller with the caller's headers (`content-type` among
+   * them), with its own bounded retry (`maxPostAttempts`) on 5xx, 408, 429 and network
+   * errors, never on other 4xx (a refusal stays a refusal). Sending the token request twice is
+   * harmless: it only issues another token.
    *
    * @param url absolute http(s) URL
-   * @param body serialised with `JSON.stringify`; never logged
+   * @param body never logged
    * @returns 2xx and 4xx (except 408 and 429) responses, body fully read
    * @throws as {@link HttpClient.getText}
    */
-  postJson<T = never>(url: string, body: unknown, opts: RequestOptions<T> = {}): Promise<HttpResponse<T>> {
-    return this.send({
-      method: 'POST',
-      url,
-      headers: { 'content-type': 'application/json', accept: 'application/json' },
-      body: JSON.stringify(body),
-      maxAttempts: this.policy.maxPostAttempts,
-      opts,
-    });
-  }
-
-  /** POST a body serialised by the caller with the caller's headers (`content-type` among them), retried as {@link HttpClient.postJson}; the body is never logged. */
   postText<T = never>(url: string, body: string, headers: Record<string, string>, opts: RequestOptions<T> = {}): Promise<HttpResponse<T>> {
     return this.send({ method: 'POST', url, headers, body, maxAttempts: this.policy.maxPostAttempts, opts });
   }

@@ -111,16 +111,6 @@ export async function prepareReadOnlyCopy(
   };
 }
 
-/**
- * Checkpoint, then atomically replace the published copy ({@link prepareReadOnlyCopy}, then
- * its commit).
- * @returns the path of the published copy
- * @throws {WarehouseError} the copy or the rename failed (the previous copy stays)
- */
-export async function publishReadOnlyCopy(wh: Warehouse, runId: string, modes: ReaderModes = readerModes()): Promise<string> {
-  return (await prepareReadOnlyCopy(wh, runId, modes)).commit();
-}
-
 /** A run killed mid-copy leaves its temporary file behind: remove it (files only: `<copy>.tmp` is a reader's spill folder). */
 function removeLeftovers(target: string): void {
   for (const f of readdirSync(dirname(target))) {

@@ -113,9 +113,25 @@ export interface WarehouseStatus {
   funnel?: FunnelRow[];
 }
 
-async function tableExists(wh: Warehouse, schema: string, table: string): Promise<boolean> {
+/** Whether `schema.table` exists (a warehouse of any age: tables are added by migrations and models). */
+export async function tableExists(wh: Warehouse, schema: string, table: string): Promise<boolean> {
   const r = await wh.one<{ n: bigint }>('select count(*) as n from information_schema.tables where table_schema = ? and table_name = ?', [schema, table]);
   return (r?.n ?? 0n) > 0n;
+}
+
+/**
+ * SQL expression of the quarantined events of the `etl.streams s` row in a query (docs/ingest.md
+ * "Quarantine"): `0` when `raw.quarantined_events` does not exist yet.
+ */
+export async function quarantinedCountSql(wh: Warehouse): Promise<string> {
+  return (await tableExists(wh, 'raw', 'quarantined_events')) ? '(select count(*) from raw.quarantined_events q where q.stream_id = s.stream_id)' : '0';
+}
+
+/** Issue count per data-quality check from `main.dq_summary`; null until the models made it. */
+export async function readDataQuality(wh: Warehouse): Promise<Record<string, number> | null> {
+  if (!(await tableExists(wh, 'main', 'dq_summary'))) return null;
+  const dq = await wh.all<{ check_name: string; issue_count: bigint | number }>('select check_name, issue_count from main.dq_summary order by check_name');
+  return Object.fromEntries(dq.map((d) => [d.check_name, Number(d.issue_count)]));
 }
 
 async function columnExists(wh: Warehouse, schema: string, table: string, column: string): Promise<boolean> {
@@ -158,9 +174,7 @@ async function lastSucceeded(wh: Warehouse, commands: readonly string[] | null):
 
 /** Every stream with its counts and cursor state (quarantine and watermark columns when their tables exist). */
 async function readStreams(wh: Warehouse): Promise<StreamStatus[]> {
-  const quarantined = (await tableExists(wh, 'raw', 'quarantined_events'))
-    ? '(select count(*) from raw.quarantined_events q where q.stream_id = s.stream_id)'
-    : '0';
+  const quarantined = await quarantinedCountSql(wh);
   const streams = await wh.all<{
     stream_id: string; name: string; status: string; environment: string; api_origin: string; event_count: bigint;
     has_next_page: boolean | null; age: number | null; last_polled_at: string | null; quarantined: bigint | null;
@@ -249,10 +263,7 @@ export async function readStatus(wh: Warehouse, runs = 10): Promise<WarehouseSta
 
   status.runs = await readRuns(wh, runs);
 
-  if (await tableExists(wh, 'main', 'dq_summary')) {
-    const dq = await wh.all<{ check_name: string; issue_count: bigint | number }>('select check_name, issue_count from main.dq_summary order by check_name');
-    status.dataQuality = Object.fromEntries(dq.map((d) => [d.check_name, Number(d.issue_count)]));
-  }
+  status.dataQuality = await readDataQuality(wh);
 
   const tables = await wh.all<{ table_schema: string; table_name: string }>(
     `select table_schema, table_name from information_schema.tables

@@ -292,7 +292,7 @@ describe('--metrics-file', () => {
       spawnSync('mkfifo', [fifo]);
       const dir = join(tmp.dir, 'dir.prom');
       mkdirSync(dir);
-      for (const [path, kind] of [[fifo, 'a FIFO'], ['/dev/zero', 'a device'], [dir, 'a directory']] as const) {
+      for (const [path, kind] of [[fifo, 'a FIFO (named pipe)'], ['/dev/zero', 'a character device'], [dir, 'a folder']] as const) {
         // A blocking open of the FIFO would hang until the 20 s guard kills it (signal set).
         const r = await runCli(['transform'], { RECRUIT_ETL_DB: join(tmp.dir, 'w.duckdb'), RECRUIT_ETL_METRICS_FILE: path }, { timeoutMs: 20_000 });
         expect(r.signal, path).toBeNull();

@@ -8,11 +8,12 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { MockApi } from '../../../src/simulator/index.js';
 import { Warehouse, sqlString } from '../../../src/warehouse/Warehouse.js';
-import { loadLakeExtensions } from '../../../src/publish/lake.js';
 import { runCli, type CliResult } from '../../helpers/cli.js';
-import { startPostgres, type PgCluster } from '../../helpers/postgres.js';
-import { envFor, startSim } from '../../helpers/sim.js';
+import type { PgCluster } from '../../helpers/postgres.js';
+import { envFor } from '../../helpers/sim.js';
+import { loadLakeExtensions } from '../../../src/publish/lake.js';
 import { tempDir } from '../../helpers/tmp.js';
+import { startLake, stopLake } from '../../helpers/lake.js';
 
 const RUN_TIMEOUT_MS = 120_000;
 
@@ -81,21 +82,12 @@ describe('publish into a DuckLake on a private PostgreSQL (docs/lakehouse.md)', 
   const snapshots = async (): Promise<number> => n('select max(snapshot_id) as n from rl.snapshots()');
 
   beforeAll(async () => {
-    pg = await startPostgres();
-    pg.createDb('lake');
-    lake = `ducklake:postgres:${pg.conninfo('lake')}`;
-    tmp = tempDir('recruit-etl-lake-');
+    ({ pg, api, tmp, reader, lake } = await startLake('recruit-etl-lake-', { seed: 23, patientsPerTrial: 80, releaseFraction: 0.5 }));
     dataPath = join(tmp.dir, 'lake-data');
-    api = await startSim({ seed: 23, patientsPerTrial: 80, releaseFraction: 0.5 });
-    reader = await Warehouse.open(':memory:');
-    await loadLakeExtensions(reader, true);
   }, 120_000);
 
   afterAll(async () => {
-    await reader?.close();
-    await api?.close();
-    pg?.stop();
-    tmp?.cleanup();
+    await stopLake({ pg, api, tmp, reader });
   });
 
   it('a run publishes raw events and models; a second process reads the same counts', async () => {

@@ -10,11 +10,12 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { MockApi } from '../../../src/simulator/index.js';
 import { Warehouse, sqlString } from '../../../src/warehouse/Warehouse.js';
-import { loadLakeExtensions } from '../../../src/publish/lake.js';
 import { runCli, type CliResult } from '../../helpers/cli.js';
-import { startPostgres, type PgCluster } from '../../helpers/postgres.js';
-import { envFor, startSim } from '../../helpers/sim.js';
+import type { PgCluster } from '../../helpers/postgres.js';
+import { envFor } from '../../helpers/sim.js';
+import { loadLakeExtensions } from '../../../src/publish/lake.js';
 import { tempDir } from '../../helpers/tmp.js';
+import { startLake, stopLake } from '../../helpers/lake.js';
 
 const RUN_TIMEOUT_MS = 120_000;
 
@@ -26,10 +27,10 @@ describe('the lake names its catalog; one schema, one pipeline', { timeout: 300_
   let lake: string;
 
   /** The CLI on warehouse `<tmp>/<dir>/<file>` with `--environment env` and no `--lake-schema` (the default). */
-  const run = (dir: string, file: string, environment: string, extra: Record<string, string> = {}, command = 'run'): Promise<CliResult> => {
+  const run = (dir: string, file: string, environment: string, extra: Record<string, string> = {}, command = 'run', flags: string[] = []): Promise<CliResult> => {
     mkdirSync(join(tmp.dir, dir), { recursive: true });
     return runCli(
-      [command],
+      [command, ...flags],
       envFor(api, join(tmp.dir, dir, file), {
         RECRUIT_ETL_EXPORT_DIR: join(tmp.dir, dir, 'exports'),
         RECRUIT_ETL_LAKE: lake,
@@ -61,20 +62,11 @@ describe('the lake names its catalog; one schema, one pipeline', { timeout: 300_
   };
 
   beforeAll(async () => {
-    pg = await startPostgres();
-    pg.createDb('lake');
-    lake = `ducklake:postgres:${pg.conninfo('lake')}`;
-    tmp = tempDir('recruit-etl-lake-names-');
-    api = await startSim({ seed: 31, patientsPerTrial: 40, releaseFraction: 0.5 });
-    reader = await Warehouse.open(':memory:');
-    await loadLakeExtensions(reader, true);
+    ({ pg, api, tmp, reader, lake } = await startLake('recruit-etl-lake-names-', { seed: 31, patientsPerTrial: 40, releaseFraction: 0.5 }));
   }, 120_000);
 
   afterAll(async () => {
-    await reader?.close();
-    await api?.close();
-    pg?.stop();
-    tmp?.cleanup();
+    await stopLake({ pg, api, tmp, reader });
   });
 
   it('production.duckdb with the default environment production publishes (no "Ambiguous reference to catalog or schema")', async () => {
@@ -125,7 +117,7 @@ describe('the lake names its catalog; one schema, one pipeline', { timeout: 300_
   });
 
   it('--lake-pipeline-moved hands the schema to this warehouse once; the previous one is refused after', async () => {
-    const moved = await run('s2', 'warehouse.duckdb', 'staging', { RECRUIT_ETL_LAKE_PIPELINE_MOVED: 'true' }, 'publish');
+    const moved = await run('s2', 'warehouse.duckdb', 'staging', {}, 'publish', ['--lake-pipeline-moved']);
     ok(moved);
     expect(moved.stdout).toMatch(/the lake schema now belongs to this warehouse/);
     const owner = await reader.one<{ f: string; e: string }>('select warehouse_file as f, environment as e from rl.staging.publish_pipeline');

@@ -13,11 +13,11 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { MockApi } from '../../../src/simulator/index.js';
 import { Warehouse, sqlString } from '../../../src/warehouse/Warehouse.js';
-import { loadLakeExtensions } from '../../../src/publish/lake.js';
 import { ROOT, runCli, type CliResult } from '../../helpers/cli.js';
-import { freePort, startPostgres, type PgCluster } from '../../helpers/postgres.js';
-import { envFor, startSim } from '../../helpers/sim.js';
+import { freePort, type PgCluster } from '../../helpers/postgres.js';
+import { envFor } from '../../helpers/sim.js';
 import { tempDir } from '../../helpers/tmp.js';
+import { startLake, stopLake } from '../../helpers/lake.js';
 
 const RUN_TIMEOUT_MS = 120_000;
 /** moto's server, from the venv `make moto` fills (MOTO_SERVER overrides). */
@@ -100,21 +100,12 @@ describe('the lake on an S3-compatible object store (moto 5.2.5, httpfs 1.5.5)',
     moto = await startMoto();
     const made = await fetch(`${moto.url}/${BUCKET}`, { method: 'PUT', signal: AbortSignal.timeout(10_000) });
     expect(made.status).toBe(200);
-    pg = await startPostgres();
-    pg.createDb('lake');
-    lake = `ducklake:postgres:${pg.conninfo('lake')}`;
-    tmp = tempDir('recruit-etl-lake-s3-');
-    api = await startSim({ seed: 41, patientsPerTrial: 40, releaseFraction: 0.5 });
-    reader = await Warehouse.open(':memory:');
-    await loadLakeExtensions(reader, true, true);
+    ({ pg, api, tmp, reader, lake } = await startLake('recruit-etl-lake-s3-', { seed: 41, patientsPerTrial: 40, releaseFraction: 0.5 }, true));
   }, 120_000);
 
   afterAll(async () => {
-    await reader?.close();
-    await api?.close();
-    pg?.stop();
+    await stopLake({ pg, api, tmp, reader });
     moto?.stop();
-    tmp?.cleanup();
   });
 
   it('publishes into s3://bucket/prefix/ and a second process reads the tables back; the credentials reach no output', async () => {

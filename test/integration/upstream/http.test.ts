@@ -305,7 +305,7 @@ describe('HttpClient retries', () => {
     const s = await stub((_req, res) => sendJson(res, 200, []));
     const { http } = client();
     await http.getText(`${s.origin}/x`, { origin: 'https://study.example' });
-    await http.postJson(`${s.origin}/y`, { a: 1 });
+    await http.postText(`${s.origin}/y`, JSON.stringify({ a: 1 }), { 'content-type': 'application/json' });
     expect(s.requests.every((r) => r.headers.authorization === undefined)).toBe(true);
     expect(s.requests[1]!.headers['content-type']).toBe('application/json');
     expect(JSON.parse(s.requests[1]!.body)).toEqual({ a: 1 });
@@ -314,7 +314,7 @@ describe('HttpClient retries', () => {
   it('POST is retried on 5xx (bounded by maxPostAttempts) but not on 400', async () => {
     const s = await stub((_req, res, _b, n) => (n <= 2 ? sendJson(res, 502, {}) : sendJson(res, 400, { error: 'invalid_request' })));
     const { http } = client({ maxPostAttempts: 4 });
-    const res = await http.postJson(`${s.origin}/t`, {});
+    const res = await http.postText(`${s.origin}/t`, '{}', { 'content-type': 'application/json' });
     expect(res.status).toBe(400);
     expect(s.requests).toHaveLength(3);
   });

@@ -3,7 +3,7 @@ import { appendFileSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { Warehouse } from '../../../src/warehouse/Warehouse.js';
-import { copyOrClone, publishReadOnlyCopy } from '../../../src/warehouse/publishCopy.js';
+import { copyOrClone, prepareReadOnlyCopy } from '../../../src/warehouse/publishCopy.js';
 import { tempDir } from '../../helpers/tmp.js';
 
 let tmp: ReturnType<typeof tempDir>;
@@ -33,14 +33,14 @@ describe('copyOrClone', () => {
   });
 });
 
-describe('publishReadOnlyCopy', () => {
+describe('prepareReadOnlyCopy, then commit', () => {
   it('publishes a copy that opens read-only with the rows of the live file, unchanged by later writes', async () => {
     const db = join(tmp.dir, 'w.duckdb');
     const wh = await Warehouse.open(db);
     let copy: string;
     try {
       await wh.run('create table t as select range as i from range(100000)');
-      copy = await publishReadOnlyCopy(wh, 'run-1');
+      copy = (await prepareReadOnlyCopy(wh, 'run-1')).commit();
       await wh.run('insert into t select range from range(5)');
       await wh.checkpoint();
     } finally {

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { existsSync, mkdirSync, statSync, writeFileSync } from 'node:fs';
 import { ROW_GROUP_SIZE, Warehouse } from '../../../src/warehouse/Warehouse.js';
 import { StreamStore } from '../../../src/warehouse/StreamStore.js';
-import { publishedCopyPath, publishReadOnlyCopy } from '../../../src/warehouse/publishCopy.js';
+import { prepareReadOnlyCopy, publishedCopyPath } from '../../../src/warehouse/publishCopy.js';
 import { UpstreamContractError } from '../../../src/errors.js';
 import { BatchWriter, type FetchedPage, PageContractError } from '../../../src/extract/BatchWriter.js';
 import { readEventsPage } from '../../../src/upstream/page.js';
@@ -271,7 +271,7 @@ describe('BatchWriter and RawEventWriter (docs/ingest.md "How a batch is written
     writeFileSync(join(spill, 'duckdb_temp_storage_S32K-0.tmp'), 'x');
     const killed = `${copy}.run-killed.tmp`;
     writeFileSync(killed, 'partial copy');
-    expect(await publishReadOnlyCopy(wh, 'run-2')).toBe(copy);
+    expect((await prepareReadOnlyCopy(wh, 'run-2')).commit()).toBe(copy);
     expect(existsSync(killed)).toBe(false);
     expect(existsSync(join(spill, 'duckdb_temp_storage_S32K-0.tmp'))).toBe(true);
     expect(existsSync(copy)).toBe(true);

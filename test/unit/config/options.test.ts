@@ -66,6 +66,28 @@ describe('options declared once in the schema', () => {
     expect(c.bodyTimeout).toBe(120);
   });
 
+  it('--lake-pipeline-moved and --yes only on the command line: from the environment or the --config file they are exit 2', () => {
+    const specs = [...optionsFor('publish'), ...optionsFor('streams')];
+    expect(gatherOptions(specs, { flags: { lakePipelineMoved: true, yes: true } })).toMatchObject({ lakePipelineMoved: true, yes: true });
+    const refused = (sources: Parameters<typeof gatherOptions>[1]) => {
+      try {
+        gatherOptions(specs, sources);
+      } catch (err) {
+        expect(err).toBeInstanceOf(ConfigError);
+        expect((err as ConfigError).exitCode).toBe(2);
+        return (err as Error).message;
+      }
+      throw new Error('accepted');
+    };
+    expect(refused({ flags: {}, env: { RECRUIT_ETL_LAKE_PIPELINE_MOVED: 'true' } })).toMatch(/^--lake-pipeline-moved .*RECRUIT_ETL_LAKE_PIPELINE_MOVED.*give it on the command line, once/);
+    // Also with the flag given: the variable would stay set for the next command.
+    expect(refused({ flags: { yes: true }, env: { RECRUIT_ETL_YES: '1' } })).toMatch(/^--yes .*RECRUIT_ETL_YES.*give it on the command line, once/);
+    expect(refused({ flags: {}, file: { lakePipelineMoved: false } })).toMatch(/^--lake-pipeline-moved .*--config file.*give it on the command line, once/);
+    expect(refused({ flags: {}, file: { yes: true } })).toMatch(/^--yes .*--config file/);
+    // An empty variable counts as unset.
+    expect(gatherOptions(specs, { flags: {}, env: { RECRUIT_ETL_YES: '' } })).not.toHaveProperty('yes');
+  });
+
   it('unknown RECRUIT_ETL_* variables are listed, known ones of any command are not', () => {
     const env = { RECRUIT_ETL_SERVICE_HOST: '10.0.0.1', RECRUIT_ETL_PORT: 'tcp://10.0.0.1:80', RECRUIT_ETL_DB: 'x', RECRUIT_ETL_SEED: '3', RECRUIT_ETL_FAILPOINT: 'a:1', HOME: '/' };
     expect(unknownVariables(env, KNOWN_VARIABLES)).toEqual(['RECRUIT_ETL_SERVICE_HOST']);

@@ -128,7 +128,7 @@ describe('the metrics file', () => {
     mkdirSync(dir);
     const link = join(tmp.dir, 'link.prom');
     symlinkSync('/dev/null', link);
-    const cases: [string, RegExp][] = [[fifo, /is a FIFO/], [dir, /is a directory/], ['/dev/null', /is a device/], [link, /symbolic link/]];
+    const cases: [string, RegExp][] = [[fifo, /is a FIFO \(named pipe\)/], [dir, /is a folder/], ['/dev/null', /is a character device/], [link, /symbolic link/]];
     for (const [path, why] of cases) {
       // A FIFO opened for reading or writing would block this test until its timeout.
       const err = await writeMetricsFile(path, outcome({}), MODES).then(() => undefined, (e: unknown) => e);
