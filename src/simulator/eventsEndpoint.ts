@@ -69,15 +69,15 @@ export class EventsEndpoint {
   async handle(req: IncomingMessage, res: ServerResponse, path: string): Promise<void> {
     const clean = async (): Promise<Prepared> => this.eventsResponse(req, path, false);
     if (await this.ctx.transport('events', res, path, clean)) return;
-    send(res, this.eventsResponse(req, path, true));
+    send(res, await this.eventsResponse(req, path, true));
   }
 
   private unauthorized(description: string): Prepared {
     return errorBody(401, 'unauthorized', description, { 'www-authenticate': 'Bearer error="invalid_token"' });
   }
 
-  private eventsResponse(req: IncomingMessage, path: string, withFaults: boolean): Prepared {
-    if (!this.tokens.authorized(req)) return this.unauthorized('missing, unknown or expired bearer token');
+  private async eventsResponse(req: IncomingMessage, path: string, withFaults: boolean): Promise<Prepared> {
+    if (!(await this.tokens.authorized(req))) return this.unauthorized('missing, unknown or expired bearer token');
     if (withFaults) {
       const rule = this.ctx.faults.take('events', 'auth', path);
       if (rule?.kind === 'revokeTokens') {

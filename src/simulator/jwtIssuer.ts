@@ -8,7 +8,7 @@
  *
  * @module
  */
-import { constants, createPublicKey, verify, type JsonWebKey, type KeyObject } from 'node:crypto';
+import { createLocalJWKSet, jwtVerify, type JSONWebKeySet, type JWTVerifyGetKey } from 'jose';
 import { ConfigError } from '../errors.js';
 
 /** The token server whose JWTs the simulator accepts. */
@@ -25,28 +25,8 @@ const MAX_JWKS_BYTES = 1024 * 1024;
 const JWKS_TIMEOUT_MS = 5000;
 /** Longest token looked at, in characters. */
 const MAX_TOKEN_LENGTH = 16 * 1024;
-
-/** How each JWS `alg` (RFC 7518 §3, RFC 8037) is verified with node:crypto. */
-const ALGORITHMS: Readonly<Record<string, { kty: string; hash: string | null; pss?: number; p1363?: true }>> = {
-  RS256: { kty: 'RSA', hash: 'sha256' },
-  RS384: { kty: 'RSA', hash: 'sha384' },
-  RS512: { kty: 'RSA', hash: 'sha512' },
-  PS256: { kty: 'RSA', hash: 'sha256', pss: 32 },
-  PS384: { kty: 'RSA', hash: 'sha384', pss: 48 },
-  PS512: { kty: 'RSA', hash: 'sha512', pss: 64 },
-  ES256: { kty: 'EC', hash: 'sha256', p1363: true },
-  ES384: { kty: 'EC', hash: 'sha384', p1363: true },
-  ES512: { kty: 'EC', hash: 'sha512', p1363: true },
-  EdDSA: { kty: 'OKP', hash: null },
-  Ed25519: { kty: 'OKP', hash: null },
-};
-
-interface Jwk {
-  kid?: string;
-  kty: string;
-  alg?: string;
-  key: KeyObject;
-}
+/** Tolerance for `nbf` in the future, in seconds (as before: 5 s). */
+const CLOCK_TOLERANCE_S = 5;
 
 /** Reads at most {@link MAX_JWKS_BYTES} of `url` within {@link JWKS_TIMEOUT_MS}. */
 async function fetchBounded(url: string): Promise<string> {
@@ -62,88 +42,55 @@ async function fetchBounded(url: string): Promise<string> {
   return Buffer.concat(chunks).toString('utf8');
 }
 
-/** Verifies the JWTs of one {@link TrustedIssuer}. */
+/** Verifies the JWTs of one {@link TrustedIssuer} with `jose` (signature, `iss`, `aud`, `exp`, `nbf`). */
 export class JwtVerifier {
   private constructor(
     private readonly trusted: TrustedIssuer,
     private readonly audience: string,
-    private readonly keys: readonly Jwk[],
+    private readonly keys: JWTVerifyGetKey,
     private readonly now: () => number,
   ) {}
 
   /**
-   * Fetches the issuer's JWKS and keeps its public signing keys.
+   * Fetches the issuer's JWKS once and keeps it as a local key set.
    *
    * @param audience the `aud` a token must hold
    * @param now clock, epoch ms
-   * @throws {ConfigError} (exit 2) when the JWKS cannot be read or holds no usable key
+   * @throws {ConfigError} (exit 2) when the JWKS cannot be read or holds no key
    */
   static async load(trusted: TrustedIssuer, audience: string, now: () => number): Promise<JwtVerifier> {
-    let doc: { keys?: unknown };
+    let doc: unknown;
     try {
-      doc = JSON.parse(await fetchBounded(trusted.jwksUri)) as { keys?: unknown };
+      doc = JSON.parse(await fetchBounded(trusted.jwksUri));
     } catch (err) {
       throw new ConfigError(`mock-api --trusted-jwks-uri: cannot read the JWKS at ${trusted.jwksUri}: ${(err as Error).message}`);
     }
-    if (typeof doc !== 'object' || doc === null) doc = {};
-    const keys: Jwk[] = [];
-    for (const k of Array.isArray(doc.keys) ? doc.keys : []) {
-      const jwk = k as JsonWebKey & { kid?: unknown; alg?: unknown; use?: unknown };
-      if (typeof jwk !== 'object' || jwk === null || typeof jwk.kty !== 'string' || (jwk.use !== undefined && jwk.use !== 'sig')) continue;
-      try {
-        const key = createPublicKey({ key: jwk, format: 'jwk' });
-        keys.push({ kty: jwk.kty, key, ...(typeof jwk.kid === 'string' ? { kid: jwk.kid } : {}), ...(typeof jwk.alg === 'string' ? { alg: jwk.alg } : {}) });
-      } catch {
-        // A key node:crypto cannot read is not used.
-      }
+    const keys = (doc as { keys?: unknown } | null)?.keys;
+    if (!Array.isArray(keys) || keys.length === 0) throw new ConfigError(`mock-api --trusted-jwks-uri: no usable signing key in the JWKS at ${trusted.jwksUri}`);
+    let set: JWTVerifyGetKey;
+    try {
+      set = createLocalJWKSet(doc as JSONWebKeySet);
+    } catch (err) {
+      throw new ConfigError(`mock-api --trusted-jwks-uri: no usable signing key in the JWKS at ${trusted.jwksUri}: ${(err as Error).message}`);
     }
-    if (keys.length === 0) throw new ConfigError(`mock-api --trusted-jwks-uri: no usable signing key in the JWKS at ${trusted.jwksUri}`);
-    return new JwtVerifier(trusted, audience, keys, now);
+    return new JwtVerifier(trusted, audience, set, now);
   }
 
   /** True when `token` is a JWT of the trusted issuer, signed by one of its keys, for the audience, not expired. */
-  verify(token: string): boolean {
+  async verify(token: string): Promise<boolean> {
     if (token.length > MAX_TOKEN_LENGTH) return false;
-    const parts = token.split('.');
-    if (parts.length !== 3) return false;
-    const header = decodeJson(parts[0]!);
-    const payload = decodeJson(parts[1]!);
-    if (header === undefined || payload === undefined) return false;
-    const alg = typeof header['alg'] === 'string' ? ALGORITHMS[header['alg']] : undefined;
-    if (alg === undefined || !Object.hasOwn(ALGORITHMS, header['alg'] as string)) return false;
-    const data = Buffer.from(`${parts[0]}.${parts[1]}`);
-    const signature = Buffer.from(parts[2]!, 'base64url');
-    const kid = header['kid'];
-    const candidates = this.keys.filter((k) => k.kty === alg.kty && (k.alg === undefined || k.alg === header['alg']) && (kid === undefined || k.kid === kid));
-    const signed = candidates.some((k) => {
-      try {
-        const key = { key: k.key, ...(alg.pss ? { padding: constants.RSA_PKCS1_PSS_PADDING, saltLength: alg.pss } : {}), ...(alg.p1363 ? { dsaEncoding: 'ieee-p1363' as const } : {}) };
-        return verify(alg.hash, data, key, signature);
-      } catch {
-        return false;
-      }
-    });
-    return signed && this.claimsValid(payload);
-  }
-
-  private claimsValid(payload: Record<string, unknown>): boolean {
-    const nowS = this.now() / 1000;
-    const aud = payload['aud'];
-    const audiences = Array.isArray(aud) ? aud : [aud];
-    if (payload['iss'] !== this.trusted.issuer || !audiences.includes(this.audience)) return false;
-    const exp = payload['exp'];
-    const nbf = payload['nbf'];
-    if (typeof exp !== 'number' || nowS >= exp) return false;
-    return !(typeof nbf === 'number' && nowS + 5 < nbf);
-  }
-}
-
-/** The JSON object in a base64url JWT segment, or `undefined`. */
-function decodeJson(segment: string): Record<string, unknown> | undefined {
-  try {
-    const v: unknown = JSON.parse(Buffer.from(segment, 'base64url').toString('utf8'));
-    return typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined;
-  } catch {
-    return undefined;
+    try {
+      const { payload } = await jwtVerify(token, this.keys, {
+        issuer: this.trusted.issuer,
+        audience: this.audience,
+        requiredClaims: ['exp'],
+        currentDate: new Date(this.now()),
+        clockTolerance: CLOCK_TOLERANCE_S,
+      });
+      // jose applies the tolerance to `exp` too; expiry stays exact, as before.
+      return typeof payload.exp === 'number' && this.now() / 1000 < payload.exp;
+    } catch {
+      return false;
+    }
   }
 }

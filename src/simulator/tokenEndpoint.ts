@@ -91,7 +91,7 @@ export class TokenEndpoint {
   }
 
   /** True when `req` carries `Authorization: Bearer <a token issued, not expired, not revoked>`. */
-  authorized(req: IncomingMessage): boolean {
+  async authorized(req: IncomingMessage): Promise<boolean> {
     const h = req.headers.authorization;
     if (typeof h !== 'string') return false;
     const m = /^Bearer +(\S+)\s*$/i.exec(h);
@@ -113,8 +113,8 @@ export class TokenEndpoint {
   }
 
   /** A token of the trusted issuer: valid there, and not revoked here. */
-  private foreignAuthorized(token: string): boolean {
-    if (this.verifier === undefined || this.foreignRevoked.has(token) || !this.verifier.verify(token)) return false;
+  private async foreignAuthorized(token: string): Promise<boolean> {
+    if (this.verifier === undefined || this.foreignRevoked.has(token) || !(await this.verifier.verify(token))) return false;
     remember(this.foreignAccepted, token);
     return true;
   }
