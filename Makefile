@@ -8,7 +8,7 @@ SHELL := /bin/bash
 DEMO_PORT ?= 8787
 SOURCES := $(shell find src -name '*.ts' 2>/dev/null) tsconfig.json tsconfig.build.json
 
-.PHONY: help install build typecheck test test-fast demo run status dbt bench clean extensions postgres demo-lake bench-lake chromium screenshot cron systemd linters moto node-exporter
+.PHONY: help install build typecheck lint test test-fast demo run status dbt bench clean extensions postgres demo-lake bench-lake chromium screenshot cron systemd linters moto node-exporter
 
 # PostgreSQL server binaries for the lake's integration tests and make demo-lake (initdb, pg_ctl).
 PG_BIN ?= $(or $(shell pg_config --bindir 2>/dev/null | grep -v '^$$' || true),/usr/lib/postgresql/15/bin)
@@ -123,13 +123,17 @@ node-exporter:
 typecheck: node_modules/.installed
 	npm run --silent typecheck
 
-test: build typecheck extensions postgres moto .make/chromium cron systemd linters node-exporter
+# The size limits of every function of src/ (eslint.config.mjs, README.md "Tests").
+lint: node_modules/.installed
+	npm run --silent lint
+
+test: build typecheck lint extensions postgres moto .make/chromium cron systemd linters node-exporter
 	npx vitest run
 
 # The unit and integration tiers of vitest.config.ts, without the slow one (crash, lake, browser,
 # dbt, incremental property tests): no type check (the build checks src/), no lake, no browser;
 # the deploy tests of the integration tier need cron, systemd, the linters and node_exporter.
-test-fast: build cron systemd linters node-exporter
+test-fast: build lint cron systemd linters node-exporter
 	npx vitest run --project unit --project integration
 
 demo: build

@@ -258,6 +258,7 @@ export class EventsEndpoint {
     return Buffer.from(JSON.stringify(env));
   }
 
+  // eslint-disable-next-line max-lines-per-function, complexity -- the simulator's: split when it moves to a package of its own: one case per page fault
   private faultedPage(rule: FaultRule, page: PageModel): Buffer | Buffer[] {
     const items = page.indexes.map((i) => this.store.bytesAt(i));
     let pagination: Pagination = { nextPage: page.nextPage, hasNextPage: page.hasNextPage };

@@ -151,6 +151,7 @@ class Truth implements GroundTruth {
  * @throws ConfigError when an option is invalid
  * @returns the running simulator; call `close()` when done
  */
+// eslint-disable-next-line max-lines-per-function -- the simulator's: split when it moves to a package of its own
 export async function startMockApi(options: MockApiOptions = {}): Promise<MockApi> {
   const opts = resolveOptions(options);
   const logger = options.logger ?? silentLogger();

@@ -35,6 +35,7 @@ const str = (v: unknown): string | undefined => (typeof v === 'string' ? v : und
  *
  * @param events the stream in stream order
  */
+// eslint-disable-next-line max-lines-per-function -- the simulator's: split when it moves to a package of its own
 export function deriveTruth(events: readonly TruthEvent[]): { patients: TruthPatient[]; contactAttempts: TruthContactAttempt[] } {
   interface Acc {
     p: TruthPatient;
