@@ -179,7 +179,7 @@ export const ConfigSchema = z.object({
     group: GENERAL,
   }),
   /** The Prometheus text file rewritten after every pipeline command (src/metrics/metricsFile.ts). */
-  metricsFile: option(sized(OPTION_MAX_BYTES.path).min(1).optional().describe("Prometheus text file rewritten after every command, success or failure (node_exporter's textfile collector)"), {
+  metricsFile: option(sized(OPTION_MAX_BYTES.path).min(1).optional().describe("Prometheus text file rewritten after every command, success or failure, except one refused on the warehouse's lock (node_exporter's textfile collector)"), {
     commands: PIPELINE,
     group: GENERAL,
     defaultHelp: 'none',
