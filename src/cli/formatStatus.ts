@@ -4,6 +4,7 @@
  *
  * @module
  */
+import { MODEL_LAYERS } from '../catalog/catalog.js';
 import { formatAge } from '../log/progress.js';
 import type { RunStages, StreamStatus, WarehouseStatus } from '../warehouse/readStatus.js';
 
@@ -37,7 +38,17 @@ export function formatStreams(streams: readonly StreamStatus[]): string {
       );
 }
 
-/** Render the status as text sections: freshness, streams, runs, data quality, rows, funnel. */
+/** How many of the catalog's models are built, per layer, and which are missing. */
+function formatModels(models: WarehouseStatus['models']): string {
+  const layers = [...MODEL_LAYERS, 'other'].filter((l) => models.some((m) => (m.layer ?? 'other') === l));
+  const built = (ms: typeof models): string => `${ms.filter((m) => m.built).length} of ${ms.length}`;
+  const lines = [`  ${built(models)} built (${layers.map((l) => `${l} ${built(models.filter((m) => (m.layer ?? 'other') === l))}`).join(', ')})`];
+  const missing = models.filter((m) => !m.built).map((m) => m.name);
+  if (missing.length > 0) lines.push(`  not built: ${missing.join(', ')} (run \`recruit-etl transform\`)`);
+  return lines.join('\n');
+}
+
+/** Render the status as text sections: freshness, streams, runs, data quality, rows, models, funnel. */
 export function formatStatus(s: WarehouseStatus): string {
   const out: string[] = [`warehouse: ${s.path}${s.source === 'published copy' ? ' (published copy)' : ''}`, ...(s.note ? [`note: ${s.note}`] : []), ...(s.warning ? [`warning: ${s.warning}`] : []), ''];
   const f = s.freshness;
@@ -78,6 +89,7 @@ export function formatStatus(s: WarehouseStatus): string {
   );
   out.push('', 'rows');
   out.push(table(['table', 'rows'], Object.entries(s.rows).map(([k, v]) => [k, v])));
+  out.push('', 'models (the catalog of this build)', formatModels(s.models));
   if (s.funnel && s.funnel.length > 0) {
     out.push('', 'funnel per trial (mart_recruitment_funnel: referred patients ever reaching each stage; orphans are in dq_orphan_events)');
     out.push(

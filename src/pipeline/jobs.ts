@@ -13,6 +13,7 @@ import { Warehouse } from '../warehouse/Warehouse.js';
 import { readStatus, type StreamStatus, type WarehouseStatus } from '../warehouse/readStatus.js';
 import { StreamStore } from '../warehouse/StreamStore.js';
 import { publishedCopyPath } from '../warehouse/publishCopy.js';
+import { loadModelCatalog } from '../catalog/catalog.js';
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 
@@ -39,7 +40,7 @@ export async function statusJob(config: Config): Promise<WarehouseStatus> {
     note = `a run holds ${config.db}; showing the copy published by the last successful run`;
   }
   try {
-    const status = await readStatus(wh);
+    const status = await readStatus(wh, loadModelCatalog().models);
     if (note) {
       status.source = 'published copy';
       status.note = note;

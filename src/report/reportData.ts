@@ -10,6 +10,7 @@
  *
  * @module
  */
+import { loadModelCatalog, type ModelCatalog } from '../catalog/catalog.js';
 import { ReportError } from '../errors.js';
 import type { Warehouse } from '../warehouse/Warehouse.js';
 
@@ -197,27 +198,16 @@ export interface ReportData {
   worklistRows: number;
 }
 
-/** The models the report reads; each must exist (a transform has run). */
-export const REPORT_MODELS = [
-  'mart_recruitment_funnel',
-  'mart_site_activity',
-  'mart_site_activity_monthly',
-  'mart_open_referrals',
-  'dq_summary',
-  'dq_unknown_event_types',
-  'dq_unmapped_statuses',
-  'dq_unmapped_outcomes',
-  'dq_quarantined_events',
-  'dq_orphan_events',
-  'dq_late_events',
-  'dq_future_dated_events',
-  'dq_unmapped_sites',
-  'dq_invalid_events',
-  'dq_multi_site_patients',
-] as const;
+/** The marts the report reads; each must exist (a transform has run). */
+export const REPORT_MARTS = ['mart_recruitment_funnel', 'mart_site_activity', 'mart_site_activity_monthly', 'mart_open_referrals'] as const;
 
-/** The `dq_` models counted per trial (those with a `trial_id` column). */
-export const DQ_PER_TRIAL = ['dq_orphan_events', 'dq_late_events', 'dq_future_dated_events', 'dq_unmapped_sites', 'dq_invalid_events', 'dq_multi_site_patients'] as const;
+/**
+ * The models the report reads: {@link REPORT_MARTS} and every `dq_` model of the catalog (the
+ * data-quality panel has a column per check; docs/report.md).
+ */
+export function reportModels(catalog: ModelCatalog = loadModelCatalog()): string[] {
+  return [...REPORT_MARTS, ...catalog.models.filter((m) => m.layer === 'dq').map((m) => m.name)];
+}
 
 /** Months of the monthly pace table. */
 export const MONTHS = 3;
@@ -240,7 +230,8 @@ export async function readReportData(wh: Warehouse, worklistRows: number): Promi
   const present = new Set(
     (await wh.all<{ name: string }>("select table_name as name from information_schema.tables where table_schema = 'main'")).map((r) => r.name),
   );
-  const missing = REPORT_MODELS.filter((m) => !present.has(m));
+  const models = reportModels();
+  const missing = models.filter((m) => !present.has(m));
   if (missing.length > 0) {
     throw new ReportError(`cannot write the report: the warehouse has no ${missing.join(', ')}`, { hint: 'run `recruit-etl transform` (or `run`) first' });
   }
@@ -259,9 +250,10 @@ export async function readReportData(wh: Warehouse, worklistRows: number): Promi
   ).map((r) => r.trial_id);
 
   const forecasts = present.has('mart_enrolment_forecast') && present.has('mart_site_enrolment_forecast') ? await readForecasts(wh) : new Map();
+  const perTrialDq = await dqPerTrial(wh, models);
   const trials: TrialReport[] = [];
   for (const trialId of trialIds) {
-    const trial = await readTrial(wh, trialId, worklists.get(trialId) ?? []);
+    const trial = await readTrial(wh, trialId, worklists.get(trialId) ?? [], perTrialDq);
     const f = forecasts.get(trialId);
     trial.forecast = f?.forecast ?? null;
     for (const site of trial.siteTotals) site.rate = f?.rates.get(site.siteId) ?? null;
@@ -313,14 +305,14 @@ async function readWorklists(wh: Warehouse, worklistRows: number): Promise<Map<s
 }
 
 /** One trial's part of the report (its forecast is set by the caller). */
-async function readTrial(wh: Warehouse, trialId: string, worklist: WorklistSite[]): Promise<TrialReport> {
+async function readTrial(wh: Warehouse, trialId: string, worklist: WorklistSite[], perTrialDq: readonly string[]): Promise<TrialReport> {
   const funnel = await readTrialFunnel(wh, trialId);
   const siteWeeks = await readSiteWeeks(wh, trialId);
   const siteTotals = await readSiteTotals(wh, trialId);
   const { months, siteMonths } = await readSiteMonths(wh, trialId);
   const timing = await readTiming(wh, trialId);
   const cohorts = await readCohorts(wh, trialId);
-  const dq = await readTrialDq(wh, trialId);
+  const dq = await readTrialDq(wh, trialId, perTrialDq);
   return { trialId, funnel, siteWeeks, siteTotals, months, siteMonths, timing, cohorts, worklist, forecast: null, dq };
 }
 
@@ -478,10 +470,20 @@ async function readCohorts(wh: Warehouse, trialId: string): Promise<CohortWeek[]
   }));
 }
 
-/** Counts of the trial's rows in the {@link DQ_PER_TRIAL} models. */
-async function readTrialDq(wh: Warehouse, trialId: string): Promise<Record<string, number>> {
+/** The `dq_` models among `models` whose rows carry a `trial_id`: the checks counted per trial. */
+async function dqPerTrial(wh: Warehouse, models: readonly string[]): Promise<string[]> {
+  const rows = await wh.all<{ name: string }>(
+    `select table_name as name from information_schema.columns
+     where table_schema = 'main' and column_name = 'trial_id' and starts_with(table_name, 'dq_') order by table_name`,
+  );
+  return rows.map((r) => r.name).filter((n) => models.includes(n));
+}
+
+/** Counts of the trial's rows in the `dq_` models of `perTrial`. */
+async function readTrialDq(wh: Warehouse, trialId: string, perTrial: readonly string[]): Promise<Record<string, number>> {
+  if (perTrial.length === 0) return {};
   const dqRows = await wh.all<{ check_name: string; n: bigint }>(
-    DQ_PER_TRIAL.map((m) => `select '${m}' as check_name, count(*) as n from main.${m} where trial_id = $1`).join(' union all '),
+    perTrial.map((m) => `select '${m}' as check_name, count(*) as n from main.${m} where trial_id = $1`).join(' union all '),
     [trialId],
   );
   return Object.fromEntries(dqRows.map((r) => [r.check_name, Number(r.n)]));

@@ -7,6 +7,7 @@
  *
  * @module
  */
+import type { CatalogModel } from '../catalog/catalog.js';
 import { newerWarehouseMessage, type Warehouse } from './Warehouse.js';
 
 /** Version of the `status --json` document (docs/contracts.md "status --json"). */
@@ -84,6 +85,24 @@ export interface FunnelRow {
   enrolled: number;
 }
 
+/**
+ * One model of the catalog (src/catalog/catalog.ts) and whether the warehouse holds it: a
+ * model missing here was added by a newer build and no transform has run since.
+ */
+export interface ModelStatus {
+  name: string;
+  /** `stg`, `int`, `fct`, `dim`, `mart` or `dq`; null for a name without a known prefix. */
+  layer: string | null;
+  /** `table`, `view` or `incremental`. */
+  materialized: string;
+  /** Exported as Parquet and published to the lake (docs/exports.md). */
+  exported: boolean;
+  /** The relation exists in schema `main`. */
+  built: boolean;
+  /** Rows of a built table; null for a view or a model not built. */
+  rows: number | null;
+}
+
 /** The whole status (`status --json`). */
 export interface WarehouseStatus {
   /** {@link STATUS_VERSION}. */
@@ -105,6 +124,8 @@ export interface WarehouseStatus {
   /** `dq_summary` as last built: issue count per check (null: no models yet). */
   dataQuality: Record<string, number> | null;
   rows: Record<string, number>;
+  /** Every model of this build's catalog, in its file order, and whether it is built. */
+  models: ModelStatus[];
   /**
    * Per trial, patients with a created event and how many ever reached each stage: the sums
    * of `mart_recruitment_funnel` (absent until the models exist). Orphans (events of a
@@ -233,13 +254,29 @@ async function readRuns(wh: Warehouse, runs: number): Promise<RunStatusLine[]> {
   }));
 }
 
+/** Which of `models` schema `main` holds; a table's rows from `rows` (the counts just read). */
+async function readModels(wh: Warehouse, models: readonly CatalogModel[], rows: Record<string, number>): Promise<ModelStatus[]> {
+  const present = new Set(
+    (await wh.all<{ name: string }>("select table_name as name from information_schema.tables where table_schema = 'main'")).map((r) => r.name),
+  );
+  return models.map((m) => ({
+    name: m.name,
+    layer: m.layer ?? null,
+    materialized: m.materialized,
+    exported: m.exported,
+    built: present.has(m.name),
+    rows: rows[`main.${m.name}`] ?? null,
+  }));
+}
+
 /**
  * Read the status (no writes). Works on a warehouse of any age: parts whose tables or
  * columns do not exist yet are empty or null.
  *
+ * @param models the catalog's models ({@link ModelStatus}); none by default
  * @param runs how many recent runs to list (default 10)
  */
-export async function readStatus(wh: Warehouse, runs = 10): Promise<WarehouseStatus> {
+export async function readStatus(wh: Warehouse, models: readonly CatalogModel[] = [], runs = 10): Promise<WarehouseStatus> {
   const status: WarehouseStatus = {
     version: STATUS_VERSION,
     path: wh.path,
@@ -249,6 +286,7 @@ export async function readStatus(wh: Warehouse, runs = 10): Promise<WarehouseSta
     runs: [],
     dataQuality: null,
     rows: {},
+    models: [],
   };
   const unknown = await wh.unknownMigrations();
   if (unknown.length > 0) status.warning = `${newerWarehouseMessage(wh.path, unknown)}; read-only: every writing command refuses it`;
@@ -273,6 +311,7 @@ export async function readStatus(wh: Warehouse, runs = 10): Promise<WarehouseSta
     const r = await wh.one<{ n: bigint }>(`select count(*) as n from "${t.table_schema}"."${t.table_name}"`);
     status.rows[`${t.table_schema}.${t.table_name}`] = Number(r?.n ?? 0n);
   }
+  status.models = await readModels(wh, models, status.rows);
   const funnel = await readFunnel(wh);
   if (funnel) status.funnel = funnel;
   return status;

@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { copyFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { MockApi } from '../../src/simulator/index.js';
+import { loadModelCatalog } from '../../src/catalog/catalog.js';
 import { Warehouse } from '../../src/warehouse/Warehouse.js';
 import type { WarehouseStatus } from '../../src/warehouse/readStatus.js';
 import { runCli } from '../helpers/cli.js';
@@ -40,7 +41,7 @@ describe('recruit-etl status', () => {
     expect(r.code).toBe(0);
     expect(r.stderr).toContain('RECRUIT_ETL_SERVICE_HOST');
     const s = JSON.parse(r.stdout) as WarehouseStatus; // one document: no log line around it
-    expect(keys(s)).toEqual(['dataQuality', 'freshness', 'funnel', 'path', 'rows', 'runs', 'source', 'streams', 'version']);
+    expect(keys(s)).toEqual(['dataQuality', 'freshness', 'funnel', 'models', 'path', 'rows', 'runs', 'source', 'streams', 'version']);
     expect(s.version).toBe(1);
     expect(s.source).toBe('live');
     expect(s.path).toBe(db);
@@ -86,13 +87,43 @@ describe('recruit-etl status', () => {
       await wh.close();
     }
     for (const f of s.funnel!) expect(keys(f)).toEqual(['enrolled', 'pre_screening', 'referrals', 'screening', 'trial', 'visit_scheduled']);
+
+    // The models: this build's catalog, each built after a run, a table's rows as in `rows`.
+    const catalog = loadModelCatalog().models;
+    expect(s.models.map((m) => m.name)).toEqual(catalog.map((m) => m.name));
+    for (const m of s.models) {
+      expect(keys(m)).toEqual(['built', 'exported', 'layer', 'materialized', 'name', 'rows']);
+      expect(m.built, m.name).toBe(true);
+      expect(m.rows, m.name).toBe(m.materialized === 'view' ? null : s.rows[`main.${m.name}`]);
+    }
+    expect(s.models.find((m) => m.name === 'mart_recruitment_funnel')).toMatchObject({ layer: 'mart', exported: true });
+    expect(s.models.filter((m) => m.materialized === 'incremental').length).toBeGreaterThan(0);
+  });
+
+  it('a model of the catalog missing from the warehouse (a newer build, no transform since): built false, named in the text', async () => {
+    const older = join(tmp.dir, 'older.duckdb');
+    copyFileSync(db, older);
+    const wh = await Warehouse.open(older);
+    try {
+      await wh.run('drop table main.mart_site_activity_monthly');
+    } finally {
+      await wh.close();
+    }
+    const olderEnv = { ...env, RECRUIT_ETL_DB: older };
+    const s = JSON.parse((await runCli(['status', '--json'], olderEnv)).stdout) as WarehouseStatus;
+    expect(s.models.filter((m) => !m.built)).toEqual([
+      { name: 'mart_site_activity_monthly', layer: 'mart', materialized: 'table', exported: true, built: false, rows: null },
+    ]);
+    const text = (await runCli(['status'], olderEnv)).stdout;
+    expect(text).toMatch(new RegExp(`^  ${s.models.length - 1} of ${s.models.length} built \\(stg `, 'm'));
+    expect(text).toContain('not built: mart_site_activity_monthly (run `recruit-etl transform`)');
   });
 
   it('text: freshness, streams with their cursor state, runs with durations, data quality, the funnel', async () => {
     const r = await runCli(['status'], env);
     expect(r.code).toBe(0);
     const out = r.stdout;
-    for (const section of ['freshness', 'streams', 'last runs', 'data quality', 'rows', 'funnel per trial']) expect(out).toMatch(new RegExp(`^${section}`, 'm'));
+    for (const section of ['freshness', 'streams', 'last runs', 'data quality', 'rows', 'models', 'funnel per trial']) expect(out).toMatch(new RegExp(`^${section}`, 'm'));
     expect(out).toMatch(/last successful run +\d{4}-\d\d-\d\dT\S+Z \(\d+s ago, run \d{8}T/);
     expect(out).toMatch(/newest event published +\d{4}-/);
     expect(out).toMatch(/ cursor +cursor age /);

@@ -9,6 +9,9 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { ReportError } from '../../../src/errors.js';
 import { runJob } from '../../../src/pipeline/jobs.js';
+import { loadModelCatalog } from '../../../src/catalog/catalog.js';
+import { MODELS_DIR } from '../../../src/paths.js';
+import { readReportData } from '../../../src/report/reportData.js';
 import { REPORT_CSP } from '../../../src/report/renderReport.js';
 import { REPORT_FILE, writeReport } from '../../../src/report/writeReport.js';
 import { resolveConfig } from '../../../src/config/config.js';
@@ -171,6 +174,12 @@ describe('report on a demo-like warehouse', () => {
     for (const c of dq) expect(page).toMatch(new RegExp(`<tr data-check="${c.check_name}">[\\s\\S]*?data-value="${c.issue_count}"`));
     const orphans = await wh.all<{ trial_id: string; n: bigint }>('select trial_id, count(*) as n from main.dq_orphan_events group by 1 order by 1');
     expect(orphans.length).toBeGreaterThan(0);
+    // Per trial: every dq_ model of the catalog whose rows carry a trial_id, and only those.
+    const data = await readReportData(wh, 3);
+    const withTrial = loadModelCatalog().models.filter((m) => m.layer === 'dq' && readFileSync(join(MODELS_DIR, m.file), 'utf8').includes('trial_id'));
+    for (const t of data.trials) expect(Object.keys(t.dq).sort()).toEqual(withTrial.map((m) => m.name).sort());
+    const first = data.trials.find((t) => t.trialId === orphans[0]!.trial_id)!;
+    expect(first.dq['dq_orphan_events']).toBe(Number(orphans[0]!.n));
   });
 
   test('the report as a recorded command: etl.runs, no published copy, exit 7 without models', async () => {

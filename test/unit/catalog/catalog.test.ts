@@ -8,7 +8,7 @@ import {
   parseModelConfig,
 } from '../../../src/catalog/catalog.js';
 import { MODELS_DIR } from '../../../src/paths.js';
-import { DQ_PER_TRIAL, REPORT_MODELS } from '../../../src/report/reportData.js';
+import { REPORT_MARTS, reportModels } from '../../../src/report/reportData.js';
 
 /** Every `.sql` file under sql/models, found here with Node's own recursive listing (not the catalog's). */
 const files = (readdirSync(MODELS_DIR, { recursive: true }) as string[]).filter((f) => f.endsWith('.sql')).sort();
@@ -79,8 +79,12 @@ describe('the model catalog of sql/models', () => {
     expect(described.length).toBeGreaterThan(catalog.models.length / 2);
   });
 
-  it('holds every model the report reads, exported', () => {
-    for (const name of [...REPORT_MODELS, ...DQ_PER_TRIAL]) expect(catalog.get(name)?.exported, name).toBe(true);
+  it('holds every model the report reads, exported: its marts and every dq_ model', () => {
+    const models = reportModels(catalog);
+    for (const name of models) expect(catalog.get(name)?.exported, name).toBe(true);
+    expect(models.filter((m) => m.startsWith('dq_')).sort()).toEqual(catalog.models.filter((m) => m.layer === 'dq').map((m) => m.name).sort());
+    expect(models.slice(0, REPORT_MARTS.length)).toEqual([...REPORT_MARTS]);
+    expect(models).toContain('dq_orphan_events');
   });
 });
 
