@@ -95,27 +95,7 @@ export async function exportParquet(opts: ExportOptions): Promise<Manifest> {
   if (!isSafeSnapshotName(runId)) throw new ExportError(`run id ${JSON.stringify(runId)} cannot name a snapshot folder`);
   const snapshot = snapshotRef(runId);
   const snapDir = join(dir, SNAPSHOTS_DIR, runId);
-  let previous: string | undefined;
-  try {
-    ensureReaderDir(dir, modes);
-    const problem = snapshotsFolderProblem(dir);
-    if (problem !== undefined) {
-      throw new ExportError(problem, { hint: `replace it with a folder (or point --export-dir at the other disk); nothing was written` });
-    }
-    ensureReaderDir(join(dir, SNAPSHOTS_DIR), modes, true);
-    sweepTemporaries(dir);
-    const restored = adoptRestoredCurrent(dir, runId);
-    if (restored !== undefined) logger.warn({ snapshot: snapshotRef(restored) }, 'current was a folder (a restore that followed symlinks); it is now a snapshot and current links to it');
-    const legacy = adoptLegacyLayout(dir, runId, modes);
-    if (legacy !== undefined) logger.info({ snapshot: snapshotRef(legacy) }, 'export folder upgraded: the files of the previous export are now its snapshot');
-    previous = currentSnapshotId(dir);
-    if (previous === runId) throw new ExportError(`${snapDir} is already the published export; a run id is used once`);
-    rmSync(snapDir, { recursive: true, force: true });
-    ensureReaderDir(snapDir, modes, true);
-  } catch (err) {
-    if (isEtlError(err)) throw err;
-    throw new ExportError(`cannot prepare the export folder ${dir}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`, { cause: err });
-  }
+  const previous = prepareSnapshot(dir, runId, modes, logger);
 
   let manifest: Manifest;
   try {
@@ -137,6 +117,53 @@ export async function exportParquet(opts: ExportOptions): Promise<Manifest> {
     });
   }
 
+  linkAndPrune(dir, runId, manifest, previous, logger);
+  logger.info({ files: manifest.files.length, dir, snapshot }, 'exports written');
+  return manifest;
+}
+
+/**
+ * Make the export folder ready for the snapshot `runId`: folders of `modes`, temporaries swept,
+ * a restored `current` folder or the legacy layout adopted as snapshots, an empty snapshot folder.
+ *
+ * @returns the snapshot `current` named before (undefined: none)
+ * @throws {ExportError} `snapshots` is not a folder, `runId` is already published, or a file
+ *   operation failed (exit 7)
+ */
+function prepareSnapshot(dir: string, runId: string, modes: ReaderModes, logger: Logger): string | undefined {
+  const snapDir = join(dir, SNAPSHOTS_DIR, runId);
+  let previous: string | undefined;
+  try {
+    ensureReaderDir(dir, modes);
+    const problem = snapshotsFolderProblem(dir);
+    if (problem !== undefined) {
+      throw new ExportError(problem, { hint: `replace it with a folder (or point --export-dir at the other disk); nothing was written` });
+    }
+    ensureReaderDir(join(dir, SNAPSHOTS_DIR), modes, true);
+    sweepTemporaries(dir);
+    const restored = adoptRestoredCurrent(dir, runId);
+    if (restored !== undefined) logger.warn({ snapshot: snapshotRef(restored) }, 'current was a folder (a restore that followed symlinks); it is now a snapshot and current links to it');
+    const legacy = adoptLegacyLayout(dir, runId, modes);
+    if (legacy !== undefined) logger.info({ snapshot: snapshotRef(legacy) }, 'export folder upgraded: the files of the previous export are now its snapshot');
+    previous = currentSnapshotId(dir);
+    if (previous === runId) throw new ExportError(`${snapDir} is already the published export; a run id is used once`);
+    rmSync(snapDir, { recursive: true, force: true });
+    ensureReaderDir(snapDir, modes, true);
+  } catch (err) {
+    if (isEtlError(err)) throw err;
+    throw new ExportError(`cannot prepare the export folder ${dir}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`, { cause: err });
+  }
+  return previous;
+}
+
+/**
+ * After the swap: link the stable paths of `manifest`'s files to `current` and delete old
+ * snapshots (all but `runId` and `previous`); a failure to delete is only logged.
+ *
+ * @throws {ExportError} a stable path could not be linked (the new export is published; exit 7)
+ */
+function linkAndPrune(dir: string, runId: string, manifest: Manifest, previous: string | undefined, logger: Logger): void {
+  const snapshot = snapshotRef(runId);
   try {
     const removed = linkStablePaths(dir, [...manifest.files.map((f) => f.file), MANIFEST_FILE], runId);
     if (removed.length > 0) logger.info({ removed }, 'stable paths of models no longer exported removed');
@@ -153,8 +180,6 @@ export async function exportParquet(opts: ExportOptions): Promise<Manifest> {
   } catch (err) {
     logger.warn({ code: (err as NodeJS.ErrnoException).code }, 'cannot remove old snapshots; the next export will');
   }
-  logger.info({ files: manifest.files.length, dir, snapshot }, 'exports written');
-  return manifest;
 }
 
 /**
