@@ -49,3 +49,15 @@ describe('the rooms of src/ (docs/architecture.md "Layout")', () => {
     expect(crossings('events', 'warehouse')).toEqual([]);
   });
 });
+
+describe('the stages below the pipeline (docs/architecture.md "Layout")', () => {
+  it('src/publish imports neither src/transform nor src/export: it learns the models from src/catalog', () => {
+    expect(crossings('publish', 'transform')).toEqual([]);
+    expect(crossings('publish', 'export')).toEqual([]);
+    expect(crossings('publish', 'catalog').length).toBeGreaterThan(0);
+  });
+
+  it('src/catalog reads files only: it imports no stage and no warehouse', () => {
+    for (const room of ['extract', 'upstream', 'warehouse', 'transform', 'export', 'report', 'publish', 'pipeline']) expect(crossings('catalog', room), room).toEqual([]);
+  });
+});
