@@ -9,7 +9,7 @@
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { join } from 'node:path';
-import { startMockApi, type FaultRule, type MockApi, type NextPageVariant, type TruthEvent } from '../../src/simulator/index.js';
+import { startMockApi, type FaultRule, type MockApi, type NextPageVariant, type TruthEvent } from '../../packages/mock-api/src/index.js';
 import { tempDir } from '../helpers/tmp.js';
 import { expectExactly, expectPrefix, expectedAll, extractOnce, readDb, startTrap, type Outcome, type Trap } from '../helpers/faults.js';
 

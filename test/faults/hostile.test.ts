@@ -6,7 +6,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { startMockApi, type MockApi, type TruthEvent } from '../../src/simulator/index.js';
+import { startMockApi, type MockApi, type TruthEvent } from '../../packages/mock-api/src/index.js';
 import { runJob } from '../../src/pipeline/jobs.js';
 import { describeFailure } from '../../src/cli/exit.js';
 import { readStatus } from '../../src/warehouse/readStatus.js';

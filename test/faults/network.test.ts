@@ -10,7 +10,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { once } from 'node:events';
 import { createServer, type ServerResponse } from 'node:http';
 import { join } from 'node:path';
-import { startMockApi, type FaultRule, type MockApi, type TruthEvent } from '../../src/simulator/index.js';
+import { startMockApi, type FaultRule, type MockApi, type TruthEvent } from '../../packages/mock-api/src/index.js';
 import { tempDir } from '../helpers/tmp.js';
 import { capturingLogger, closedPort, expectExactly, expectPrefix, expectedAll, extractOnce, readDb, startRawUpstream, startTrap, type Outcome } from '../helpers/faults.js';
 

@@ -17,7 +17,7 @@
  *
  * @module
  */
-import { ConfigError } from '../errors.js';
+import { ConfigError } from './errors.js';
 
 /** The endpoint a rule applies to: `/rpi/events`, `/oauth/token` or the site list. */
 export type FaultEndpoint = 'events' | 'token' | 'sites';
