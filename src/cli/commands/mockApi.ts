@@ -41,7 +41,7 @@ async function loadMockApi(): Promise<MockApiPackage> {
     const e = err as NodeJS.ErrnoException;
     if (e.code !== 'ERR_MODULE_NOT_FOUND' || !e.message.includes(MOCK_API_PACKAGE)) throw err;
     throw new ConfigError(`mock-api: the simulator (${MOCK_API_PACKAGE}) is a development package, not in this install`, {
-      hint: 'run it from a clone of the repository after npm ci (make demo)',
+      hint: 'run it from a clone of the repository after npm ci, as make demo does',
     });
   }
 }
