@@ -13,5 +13,5 @@ export function silentLogger(): Logger {
 
 /** The `mock-api` CLI's logger: JSON lines on stdout, at `level` (a pino level name). */
 export function cliLogger(level: string): Logger {
-  return pino({ level, base: { name: 'mock-api' } }, pino.destination({ fd: 1, sync: true }));
+  return pino({ level, base: { name: 'mock-api' }, timestamp: pino.stdTimeFunctions.isoTime }, pino.destination({ fd: 1, sync: true }));
 }
