@@ -166,4 +166,4 @@ bench: build
 	npm run --silent bench
 
 clean:
-	rm -rf dist data .venv .duckdb .make dbt/target dbt/dbt_packages dbt/logs
+	rm -rf dist packages/*/dist data .venv .duckdb .make dbt/target dbt/dbt_packages dbt/logs
