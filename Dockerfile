@@ -8,12 +8,26 @@
 
 FROM node:20-bookworm AS build
 WORKDIR /build
+# npm ci checks the lock against every workspace's package.json. Only the job and the event-type
+# names (packages/event-types) are built: the simulator (packages/mock-api) is a development
+# package (README.md "The simulator").
 COPY package.json package-lock.json ./
+COPY packages/event-types/package.json ./packages/event-types/
+COPY packages/mock-api/package.json ./packages/mock-api/
 RUN npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
+COPY packages/event-types ./packages/event-types
 COPY src ./src
 COPY sql ./sql
-RUN npm run build && npm prune --omit=dev
+RUN npx tsc -b tsconfig.build.json && chmod +x dist/cli.js
+
+# The production dependencies without packages/mock-api: npm prune --omit=dev keeps every
+# workspace's link and dependencies, an install where the simulator's folder is absent does not.
+FROM node:20-bookworm AS deps
+WORKDIR /build
+COPY package.json package-lock.json ./
+COPY packages/event-types/package.json ./packages/event-types/
+RUN npm ci --omit=dev --no-audit --no-fund
 
 FROM node:20-bookworm-slim
 ENV NODE_ENV=production \
@@ -21,8 +35,10 @@ ENV NODE_ENV=production \
     RECRUIT_ETL_EXPORT_DIR=/data/exports
 WORKDIR /app
 COPY --from=build --chown=root:root /build/package.json ./package.json
-COPY --from=build --chown=root:root /build/node_modules ./node_modules
+COPY --from=deps --chown=root:root /build/node_modules ./node_modules
 COPY --from=build --chown=root:root /build/dist ./dist
+COPY --from=build --chown=root:root /build/packages/event-types/package.json ./packages/event-types/package.json
+COPY --from=build --chown=root:root /build/packages/event-types/dist ./packages/event-types/dist
 COPY --from=build --chown=root:root /build/sql ./sql
 RUN mkdir -p /data && chown node:node /data
 VOLUME ["/data"]

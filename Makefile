@@ -6,7 +6,7 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
 DEMO_PORT ?= 8787
-SOURCES := $(shell find src -name '*.ts' 2>/dev/null) tsconfig.json tsconfig.build.json
+SOURCES := $(shell find src packages/*/src -name '*.ts' 2>/dev/null) tsconfig.json tsconfig.build.json $(wildcard packages/*/tsconfig.build.json)
 
 .PHONY: help install build typecheck lint test test-fast demo run status dbt bench clean extensions postgres demo-lake bench-lake chromium screenshot cron systemd linters moto node-exporter
 
@@ -28,7 +28,7 @@ help:
 	@echo "make extensions DuckDB extensions of the lake from PyPI into .duckdb/extensions"
 	@echo "make moto      moto's S3 server from PyPI (the lake's object-store test) into .make/moto"
 
-node_modules/.installed: package.json package-lock.json
+node_modules/.installed: package.json package-lock.json $(wildcard packages/*/package.json)
 	npm ci --no-audit --no-fund --loglevel=error
 	@touch $@
 
@@ -48,7 +48,7 @@ CHROMIUM ?= /usr/bin/chromium
 chromium: .make/chromium
 
 dist/.built: node_modules/.installed $(SOURCES)
-	rm -rf dist
+	rm -rf dist packages/*/dist
 	npm run --silent build
 	@touch $@
 
@@ -166,4 +166,4 @@ bench: build
 	npm run --silent bench
 
 clean:
-	rm -rf dist data .venv .duckdb .make dbt/target dbt/dbt_packages dbt/logs
+	rm -rf dist packages/*/dist data .venv .duckdb .make dbt/target dbt/dbt_packages dbt/logs

@@ -1,3 +1,4 @@
+import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
 
 /*
@@ -42,7 +43,19 @@ const SLOW = [
 
 const TEST = '*.test.ts';
 
+/**
+ * The workspace packages from their TypeScript sources (packages/<name>/src), as the tests import the
+ * simulator: one copy of each module, and no build needed for the unit tier. The built CLI
+ * (integration, slow) loads their dist/ like any install.
+ */
+const PACKAGE_SOURCES = [
+  { find: /^@recruit-etl\/event-types$/, replacement: fileURLToPath(new URL('packages/event-types/src/index.ts', import.meta.url)) },
+  { find: /^@recruit-etl\/mock-api\/flags$/, replacement: fileURLToPath(new URL('packages/mock-api/src/mockApiFlags.ts', import.meta.url)) },
+  { find: /^@recruit-etl\/mock-api$/, replacement: fileURLToPath(new URL('packages/mock-api/src/index.ts', import.meta.url)) },
+];
+
 export default defineConfig({
+  resolve: { alias: PACKAGE_SOURCES },
   test: {
     testTimeout: 60_000,
     hookTimeout: 60_000,

@@ -15,7 +15,7 @@ import { once } from 'node:events';
 import { mkdirSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { PACKAGE_ROOT } from '../src/paths.js';
-import { startMockApi } from '../src/simulator/index.js';
+import { startMockApi } from '../packages/mock-api/src/index.js';
 import { Warehouse } from '../src/warehouse/Warehouse.js';
 import { startPostgres } from '../test/helpers/postgres.js';
 

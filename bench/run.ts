@@ -44,7 +44,7 @@ import { EventsClient, firstPageUrl, pageStream } from '../src/upstream/events.j
 import { Warehouse, sqlString } from '../src/warehouse/Warehouse.js';
 import { publishedCopyPath } from '../src/warehouse/publishCopy.js';
 import { DEFAULT_EVENT_TYPES } from '../src/config/config.js';
-import { startMockApi } from '../src/simulator/index.js';
+import { startMockApi } from '../packages/mock-api/src/index.js';
 
 const N = Number(process.env['BENCH_EVENTS'] ?? 1_000_000);
 /** Page sizes measured (BENCH_PAGE_SIZES, comma-separated; the first one feeds step 4). */

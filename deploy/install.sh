@@ -66,6 +66,7 @@ case "$PREFIX$TEXTFILE_DIR" in *[!A-Za-z0-9._/-]*) die "PREFIX and TEXTFILE_DIR 
 [ "$(id -u)" = 0 ] || die "run as root (it creates a user and sets owners)"
 [ -z "$config_src" ] || [ -f "$config_src" ] || die "--config $config_src is not a file"
 [ -x "$SRC/dist/cli.js" ] || die "$SRC/dist/cli.js is missing: run make build first"
+[ -f "$SRC/packages/event-types/dist/index.js" ] || die "$SRC/packages/event-types/dist is missing: run make build first"
 command -v npm >/dev/null 2>&1 || die "npm is missing: install Node.js 20 (node and npm)"
 # package.json "engines": node >= 20.19
 node -e 'const [a, b] = process.versions.node.split(".").map(Number); process.exit(a > 20 || (a === 20 && b >= 19) ? 0 : 1)' \
@@ -126,6 +127,10 @@ stage="$DESTDIR$LIB_DIR.new.$$"
 old="$DESTDIR$LIB_DIR.old.$$"
 mkdir -p "$stage"
 cp -R "$SRC/package.json" "$SRC/package-lock.json" "$SRC/README.md" "$SRC/dist" "$SRC/sql" "$SRC/docs" "$stage/"
+# The event-type names the job imports (a workspace package); the simulator (packages/mock-api)
+# is a development package: without its folder, npm ci --omit=dev leaves it out.
+mkdir -p "$stage/packages/event-types"
+cp -R "$SRC/packages/event-types/package.json" "$SRC/packages/event-types/dist" "$stage/packages/event-types/"
 if [ -d "$SRC/.duckdb/extensions" ]; then mkdir -p "$stage/.duckdb" && cp -R "$SRC/.duckdb/extensions" "$stage/.duckdb/"; fi
 if [ -d "$DESTDIR$LIB_DIR/node_modules" ] && cmp -s "$SRC/package-lock.json" "$DESTDIR$LIB_DIR/package-lock.json"; then
   cp -al "$DESTDIR$LIB_DIR/node_modules" "$stage/"   # the same production dependencies: hard links

@@ -6,7 +6,7 @@
  * @module
  */
 import type { Writable } from 'node:stream';
-import yargs from 'yargs';
+import yargs, { type Argv } from 'yargs';
 import { ConfigError, InterruptedError } from '../errors.js';
 import { describeFailure } from './exit.js';
 import { SecretRegistry } from '../log/secrets.js';
@@ -17,7 +17,7 @@ import { writeFinalMetrics } from './metrics.js';
 import { stageCommands } from './commands/stages.js';
 import { statusCommand } from './commands/status.js';
 import { streamsCommand } from './commands/streams.js';
-import { mockApiCommand } from './commands/mockApi.js';
+import { MOCK_API_COMMAND, mockApiCommand, runMockApi } from './commands/mockApi.js';
 
 /** Longest wait after SIGINT / SIGTERM before the process exits regardless, in ms. */
 const GRACE_MS = 5_000;
@@ -39,6 +39,31 @@ function usageMessage(msg: string): string {
   const names = m[2]!.split(', ');
   const kept = names.filter((n) => !names.some((o) => o !== n && o.includes('-') && keyName(o) === n));
   return `${kept.length === 1 ? 'Unknown argument' : 'Unknown arguments'}: ${kept.map((n) => (n.length === 1 ? n : `--${n}`)).join(', ')}`;
+}
+
+/**
+ * The job's parser: yargs parses the flags of each command only (src/cli/options.ts); the
+ * environment and the --config file are merged by the command (src/cli/context.ts).
+ */
+function jobParser(ctx: CliContext, argv: readonly string[]): Argv {
+  return yargs([...argv])
+    .scriptName('recruit-etl')
+    .usage('$0 <command> [options]\n\nBatch ETL from the recruitment reporting API into DuckDB and Parquet.\nEach command lists its options: recruit-etl <command> --help')
+    .epilogue(HELP_EPILOGUE)
+    .command(stageCommands(ctx))
+    .command(statusCommand(ctx))
+    .command(streamsCommand(ctx))
+    .command(mockApiCommand(ctx, argv))
+    .demandCommand(1, 'name a command')
+    .strictCommands()
+    .strictOptions()
+    .help()
+    .version()
+    .wrap(Math.min(110, process.stdout.columns ?? 100))
+    .exitProcess(false)
+    .fail((msg, err) => {
+      throw err ?? new ConfigError(usageMessage(msg), { hint: 'see `recruit-etl <command> --help` for the options of each command' });
+    });
 }
 
 /**
@@ -76,27 +101,9 @@ export async function run(argv: readonly string[], io: RunIo = {}): Promise<numb
   }
   let failure: unknown;
   try {
-    // yargs parses the flags of each command only (src/cli/options.ts); the environment and
-    // the --config file are merged by the command (src/cli/context.ts).
-    const parser = yargs([...argv])
-      .scriptName('recruit-etl')
-      .usage('$0 <command> [options]\n\nBatch ETL from the recruitment reporting API into DuckDB and Parquet.\nEach command lists its options: recruit-etl <command> --help')
-      .epilogue(HELP_EPILOGUE)
-      .command(stageCommands(ctx))
-      .command(statusCommand(ctx))
-      .command(streamsCommand(ctx))
-      .command(mockApiCommand(ctx))
-      .demandCommand(1, 'name a command')
-      .strictCommands()
-      .strictOptions()
-      .help()
-      .version()
-      .wrap(Math.min(110, process.stdout.columns ?? 100))
-      .exitProcess(false)
-      .fail((msg, err) => {
-        throw err ?? new ConfigError(usageMessage(msg), { hint: 'see `recruit-etl <command> --help` for the options of each command' });
-      });
-    await parser.parseAsync();
+    // The simulator parses its own command line (packages/mock-api).
+    if (argv[0] === MOCK_API_COMMAND) await runMockApi(ctx, argv.slice(1));
+    else await jobParser(ctx, argv).parseAsync();
   } catch (err) {
     failure = err;
   } finally {

@@ -1,6 +1,6 @@
 /**
  * The yargs side of the options: each command declares the options its entries in
- * {@link ConfigSchema} list for it (src/config/config.ts; `mock-api` adds the simulator's),
+ * {@link ConfigSchema} list for it (src/config/config.ts; `mock-api` is the simulator's own CLI),
  * and nothing else, so `status --help` shows and accepts only what `status` reads. yargs
  * parses the flags only: the `RECRUIT_ETL_*` variables and the `--config` file are merged by
  * `gatherOptions` (flags > environment > config file > defaults) in src/cli/context.ts.
@@ -11,7 +11,6 @@
 import type { Argv, Options } from 'yargs';
 import { ConfigSchema, OPTION_GROUPS, OPTIONS, optionsFor, type CommandName, type OptionSpec } from '../config/config.js';
 import { EXIT_CODE_HELP } from '../errors.js';
-import { MOCK_API_FLAGS } from '../simulator/mockApiFlags.js';
 
 /** The help text under every command's options: where values come from, and the exit codes. */
 export const HELP_EPILOGUE: string = [
@@ -55,8 +54,27 @@ export function commandOptions<T>(y: Argv<T>, command: CommandName): Argv<T> {
   return declareOptions(y, optionsFor(command));
 }
 
-/** Every variable some command reads: the schema's and the simulator's (`mock-api`). */
-export const KNOWN_VARIABLES: ReadonlySet<string> = new Set([...OPTIONS.map((o) => o.env), ...MOCK_API_FLAGS.map((f) => `RECRUIT_ETL_${f.flag.slice(2).replaceAll('-', '_').toUpperCase()}`)]);
+/** The simulator's package's flag list (packages/mock-api/src/mockApiFlags.ts): a devDependency. */
+const MOCK_API_FLAGS_MODULE: string = '@recruit-etl/mock-api/flags';
+
+/**
+ * The flags of `mock-api` when its package is installed (a clone after npm ci); none in an
+ * install without it (the production image), where no command reads their variables.
+ *
+ * @throws whatever loading the installed package throws, except its absence
+ */
+async function simulatorFlags(): Promise<ReadonlyArray<{ flag: string; key: string }>> {
+  try {
+    return ((await import(MOCK_API_FLAGS_MODULE)) as { MOCK_API_FLAGS: ReadonlyArray<{ flag: string; key: string }> }).MOCK_API_FLAGS;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ERR_MODULE_NOT_FOUND' && (err as Error).message.includes('@recruit-etl/mock-api')) return [];
+    throw err;
+  }
+}
+const SIMULATOR_FLAGS = await simulatorFlags();
+
+/** Every variable some command reads: the schema's and, when installed, the simulator's (`mock-api`). */
+export const KNOWN_VARIABLES: ReadonlySet<string> = new Set([...OPTIONS.map((o) => o.env), ...SIMULATOR_FLAGS.map((f) => `RECRUIT_ETL_${f.flag.slice(2).replaceAll('-', '_').toUpperCase()}`)]);
 
 /** Every option key some command takes: what a `--config` file may hold. */
-export const KNOWN_KEYS: ReadonlySet<string> = new Set([...Object.keys(ConfigSchema.shape), ...MOCK_API_FLAGS.map((f) => f.key)]);
+export const KNOWN_KEYS: ReadonlySet<string> = new Set([...Object.keys(ConfigSchema.shape), ...SIMULATOR_FLAGS.map((f) => f.key)]);

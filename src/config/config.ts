@@ -17,6 +17,7 @@ import { ConfigError } from '../errors.js';
 import { checkInputFile, formatBytes, INPUT_FILE_MAX_BYTES, readInputFile } from '../fs/inputFile.js';
 import { BATCH_MAX_BYTES, DEFAULT_BATCH_PAGES, WIDE_BATCH_BYTES } from '../extract/batches.js';
 import { DEFAULT_PROGRESS_INTERVAL_SECONDS } from '../log/progress.js';
+import { DEFAULT_EVENT_TYPES as SHARED_DEFAULT_EVENT_TYPES } from '@recruit-etl/event-types';
 import { TOKEN_AUDIENCE_PARAMETERS, TOKEN_CLIENT_AUTHS, TOKEN_REQUEST_FORMATS } from '../upstream/auth.js';
 import { DEFAULT_MAX_EMPTY_PAGES } from '../upstream/events.js';
 import { DEFAULT_HTTP_POLICY } from '../upstream/http.js';
@@ -24,14 +25,9 @@ import { DEFAULT_HTTP_POLICY } from '../upstream/http.js';
 /**
  * Default event types (docs/contracts.md "Options"): the three patient types and both
  * contact-attempt spellings, since the API leaves the name unresolved (docs/domain.md).
+ * Declared once in `@recruit-etl/event-types` (packages/event-types), which the simulator reads too.
  */
-export const DEFAULT_EVENT_TYPES: readonly string[] = [
-  'v1.patient.created',
-  'v1.patient.referralAcknowledged',
-  'v1.patient.statusChanged',
-  'v1.contactAttempt.created',
-  'v1.patient.contactAttempt.created',
-];
+export const DEFAULT_EVENT_TYPES: readonly string[] = SHARED_DEFAULT_EVENT_TYPES;
 
 /** The commands of the CLI (docs/contracts.md "Commands"). */
 export const COMMAND_NAMES = ['run', 'extract', 'sites', 'transform', 'export', 'report', 'publish', 'status', 'streams', 'mock-api'] as const;

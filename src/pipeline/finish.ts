@@ -15,7 +15,7 @@ import { prepareReadOnlyCopy, type PreparedCopy } from '../warehouse/publishCopy
 import { readWarehouseSeries } from '../metrics/warehouseSeries.js';
 import { failpoint } from '../failpoints.js';
 import { readerModes } from '../fs/readerFiles.js';
-import type { JobContext, JobResult, RunFacts } from './runJob.js';
+import type { JobContext, JobResult, RunFacts } from './job.js';
 import type { RunParts, StageDef } from './stages.js';
 
 /** A run under way: what its end needs. */

@@ -15,7 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { spawn } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import type { MockApi } from '../../src/simulator/index.js';
+import type { MockApi } from '../../packages/mock-api/src/index.js';
 import { readSeries } from '../../src/metrics/metricsFile.js';
 import { publishedCopyPath } from '../../src/warehouse/publishCopy.js';
 import { CLI, ROOT, runCli, type CliResult } from '../helpers/cli.js';

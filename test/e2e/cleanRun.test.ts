@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { join } from 'node:path';
-import type { MockApi } from '../../src/simulator/index.js';
+import type { MockApi } from '../../packages/mock-api/src/index.js';
 import { Warehouse } from '../../src/warehouse/Warehouse.js';
 import { logLines, runCli } from '../helpers/cli.js';
 import { envFor, startSim } from '../helpers/sim.js';

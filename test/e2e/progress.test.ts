@@ -8,7 +8,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
-import { parseFaultSpec, type MockApi } from '../../src/simulator/index.js';
+import { parseFaultSpec, type MockApi } from '../../packages/mock-api/src/index.js';
 import { Warehouse } from '../../src/warehouse/Warehouse.js';
 import type { RunSummary } from '../../src/log/progress.js';
 import { CLI, logLines, runCli } from '../helpers/cli.js';

@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { copyFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { MockApi } from '../../src/simulator/index.js';
+import type { MockApi } from '../../packages/mock-api/src/index.js';
 import { loadModelCatalog } from '../../src/catalog/catalog.js';
 import { Warehouse } from '../../src/warehouse/Warehouse.js';
 import type { WarehouseStatus } from '../../src/warehouse/readStatus.js';

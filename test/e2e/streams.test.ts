@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { join } from 'node:path';
-import type { MockApi } from '../../src/simulator/index.js';
+import type { MockApi } from '../../packages/mock-api/src/index.js';
 import { runTransform } from '../../src/transform/runTransform.js';
 import { Warehouse } from '../../src/warehouse/Warehouse.js';
 import { runCli } from '../helpers/cli.js';

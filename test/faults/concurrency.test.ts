@@ -5,7 +5,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { startMockApi, type MockApi, type TruthEvent } from '../../src/simulator/index.js';
+import { startMockApi, type MockApi, type TruthEvent } from '../../packages/mock-api/src/index.js';
 import { Warehouse } from '../../src/warehouse/Warehouse.js';
 import { runCli } from '../helpers/cli.js';
 import { envFor } from '../helpers/sim.js';

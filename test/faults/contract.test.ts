@@ -8,29 +8,13 @@
  * is sent to it: the bearer token never leaves the configured origin.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { join } from 'node:path';
-import { startMockApi, type FaultRule, type MockApi, type NextPageVariant, type TruthEvent } from '../../src/simulator/index.js';
-import { tempDir } from '../helpers/tmp.js';
-import { expectExactly, expectPrefix, expectedAll, extractOnce, readDb, startTrap, type Outcome, type Trap } from '../helpers/faults.js';
+import type { FaultRule, NextPageVariant } from '../../packages/mock-api/src/index.js';
+import { FIXTURE_PAGE, useSimFixture } from '../helpers/simFixture.js';
+import { expectExactly, expectPrefix, extractOnce, readDb, startTrap, type Outcome, type Trap } from '../helpers/faults.js';
 
-const SIM = { seed: 11, patientsPerTrial: 10 } as const;
-const PAGE = 10;
+const PAGE = FIXTURE_PAGE;
 
-let api: MockApi;
-let tmp: ReturnType<typeof tempDir>;
-let expected: TruthEvent[];
-let n = 0;
-const freshDb = (): string => join(tmp.dir, `c${++n}.duckdb`);
-
-beforeEach(async () => {
-  api = await startMockApi({ port: 0, ...SIM });
-  tmp = tempDir('recruit-etl-contract-');
-  expected = expectedAll(api);
-});
-afterEach(async () => {
-  await api.close();
-  tmp.cleanup();
-});
+const fx = useSimFixture('recruit-etl-contract-', 'c');
 
 type Rule = Omit<FaultRule, 'endpoint'>;
 
@@ -40,25 +24,25 @@ type Rule = Omit<FaultRule, 'endpoint'>;
  * resumes and completes exactly.
  */
 async function expectContractBreak(rule: Rule, bad: number, requests: number | [number, number], extra: Record<string, unknown> = {}): Promise<{ out: Outcome; db: string }> {
-  api.faults.add({ endpoint: 'events', after: bad - 1, ...rule });
-  const db = freshDb();
-  const out = await extractOnce(api, db, { pageSize: PAGE, ...extra });
+  fx.api.faults.add({ endpoint: 'events', after: bad - 1, ...rule });
+  const db = fx.freshDb();
+  const out = await extractOnce(fx.api, db, { pageSize: PAGE, ...extra });
   expect(out.exitCode, out.message).toBe(6);
   expect(out.message).toMatch(/^recruit-etl: error: stream [0-9a-z_-]+/i);
   expect(out.message).toContain(`page ${bad}`);
-  if (typeof requests === 'number') expect(api.stats.eventRequests).toBe(requests);
+  if (typeof requests === 'number') expect(fx.api.stats.eventRequests).toBe(requests);
   else {
-    expect(api.stats.eventRequests).toBeGreaterThanOrEqual(requests[0]);
-    expect(api.stats.eventRequests).toBeLessThanOrEqual(requests[1]);
+    expect(fx.api.stats.eventRequests).toBeGreaterThanOrEqual(requests[0]);
+    expect(fx.api.stats.eventRequests).toBeLessThanOrEqual(requests[1]);
   }
   const state = await readDb(db);
-  expectPrefix(state, expected, (bad - 1) * PAGE, api.truth.events);
+  expectPrefix(state, fx.expected, (bad - 1) * PAGE, fx.api.truth.events);
   expect(state.runs.at(-1)!.status).toBe('failed');
   expect(state.runs.at(-1)!.error).toContain(`page ${bad}`);
-  api.faults.clear();
-  const again = await extractOnce(api, db, { pageSize: PAGE, ...extra });
+  fx.api.faults.clear();
+  const again = await extractOnce(fx.api, db, { pageSize: PAGE, ...extra });
   expect(again.exitCode, again.message).toBe(0);
-  expectExactly(await readDb(db), expected, api.truth.events);
+  expectExactly(await readDb(db), fx.expected, fx.api.truth.events);
   return { out, db };
 }
 
@@ -86,41 +70,41 @@ describe('pages that parse but break the contract: exit 6 at once, nothing of th
   });
 
   it('an event without id on the first page: nothing stored, no cursor', async () => {
-    api.faults.add({ endpoint: 'events', kind: 'eventWithoutId' });
-    const db = freshDb();
-    const out = await extractOnce(api, db, { pageSize: PAGE });
+    fx.api.faults.add({ endpoint: 'events', kind: 'eventWithoutId' });
+    const db = fx.freshDb();
+    const out = await extractOnce(fx.api, db, { pageSize: PAGE });
     expect(out.exitCode, out.message).toBe(6);
-    expectPrefix(await readDb(db), expected, 0, api.truth.events);
+    expectPrefix(await readDb(db), fx.expected, 0, fx.api.truth.events);
   });
 });
 
 describe('re-delivered ids', () => {
   it('the same id twice within a page, same payload: stored once', async () => {
-    api.faults.add({ endpoint: 'events', kind: 'duplicateIdWithinPage', after: 3, times: 2 });
-    const db = freshDb();
-    const out = await extractOnce(api, db, { pageSize: PAGE });
+    fx.api.faults.add({ endpoint: 'events', kind: 'duplicateIdWithinPage', after: 3, times: 2 });
+    const db = fx.freshDb();
+    const out = await extractOnce(fx.api, db, { pageSize: PAGE });
     expect(out.exitCode, out.message).toBe(0);
-    expect(api.faults.fired().filter((f) => f.kind === 'duplicateIdWithinPage')).toHaveLength(2);
+    expect(fx.api.faults.fired().filter((f) => f.kind === 'duplicateIdWithinPage')).toHaveLength(2);
     expect(out.result!.extract!.duplicatesSkipped).toBe(2);
-    expectExactly(await readDb(db), expected, api.truth.events);
+    expectExactly(await readDb(db), fx.expected, fx.api.truth.events);
   });
 
   it('an id of an earlier page again, same payload: stored once', async () => {
-    api.faults.add({ endpoint: 'events', kind: 'duplicateIdAcrossPages', after: 2, times: 3 });
-    const db = freshDb();
-    const out = await extractOnce(api, db, { pageSize: PAGE });
+    fx.api.faults.add({ endpoint: 'events', kind: 'duplicateIdAcrossPages', after: 2, times: 3 });
+    const db = fx.freshDb();
+    const out = await extractOnce(fx.api, db, { pageSize: PAGE });
     expect(out.exitCode, out.message).toBe(0);
-    expect(api.faults.fired().filter((f) => f.kind === 'duplicateIdAcrossPages')).toHaveLength(3);
+    expect(fx.api.faults.fired().filter((f) => f.kind === 'duplicateIdAcrossPages')).toHaveLength(3);
     expect(out.result!.extract!.duplicatesSkipped).toBe(3);
-    expectExactly(await readDb(db), expected, api.truth.events);
+    expectExactly(await readDb(db), fx.expected, fx.api.truth.events);
   });
 
   it('an id of an earlier page again within one multi-page batch: stored once', async () => {
-    api.faults.add({ endpoint: 'events', kind: 'duplicateIdAcrossPages', after: 1, times: 2 });
-    const db = freshDb();
-    const out = await extractOnce(api, db, { pageSize: PAGE, batchPages: 5 });
+    fx.api.faults.add({ endpoint: 'events', kind: 'duplicateIdAcrossPages', after: 1, times: 2 });
+    const db = fx.freshDb();
+    const out = await extractOnce(fx.api, db, { pageSize: PAGE, batchPages: 5 });
     expect(out.exitCode, out.message).toBe(0);
-    expectExactly(await readDb(db), expected, api.truth.events);
+    expectExactly(await readDb(db), fx.expected, fx.api.truth.events);
   });
 
   it('an id of an earlier page again with ANOTHER payload: exit 6, nothing of that page', async () => {
@@ -136,16 +120,16 @@ describe('re-delivered ids', () => {
     { title: 'another payload inside a multi-page batch: exit 6, nothing of that page; the pages before it, in its batch too, are kept', kind: 'sameIdOtherPayload', batchPages: 3, badPage: 5 },
     { title: 'an event without an id in the middle of a batch: exit 6, the pages before it in its batch are kept', kind: 'eventWithoutId', batchPages: 4, badPage: 7 },
   ] as const)('$title', async ({ kind, batchPages, badPage }) => {
-    api.faults.add({ endpoint: 'events', kind, after: badPage - 1 });
-    const db = freshDb();
-    const out = await extractOnce(api, db, { pageSize: PAGE, batchPages });
+    fx.api.faults.add({ endpoint: 'events', kind, after: badPage - 1 });
+    const db = fx.freshDb();
+    const out = await extractOnce(fx.api, db, { pageSize: PAGE, batchPages });
     expect(out.exitCode, out.message).toBe(6);
     expect(out.message).toContain(`page ${badPage}`);
-    expectPrefix(await readDb(db), expected, (badPage - 1) * PAGE, api.truth.events);
-    api.faults.clear();
-    const again = await extractOnce(api, db, { pageSize: PAGE, batchPages });
+    expectPrefix(await readDb(db), fx.expected, (badPage - 1) * PAGE, fx.api.truth.events);
+    fx.api.faults.clear();
+    const again = await extractOnce(fx.api, db, { pageSize: PAGE, batchPages });
     expect(again.exitCode, again.message).toBe(0);
-    expectExactly(await readDb(db), expected, api.truth.events);
+    expectExactly(await readDb(db), fx.expected, fx.api.truth.events);
   });
 });
 
@@ -179,12 +163,12 @@ describe('unsafe or non-advancing nextPage: refused whole, never requested', () 
   });
 
   it('an empty poll (hasNextPage false, nextPage = the URL requested) is normal, not a cycle', async () => {
-    const db = freshDb();
-    const first = await extractOnce(api, db, { pageSize: PAGE });
+    const db = fx.freshDb();
+    const first = await extractOnce(fx.api, db, { pageSize: PAGE });
     expect(first.exitCode, first.message).toBe(0);
-    const again = await extractOnce(api, db, { pageSize: PAGE });
+    const again = await extractOnce(fx.api, db, { pageSize: PAGE });
     expect(again.exitCode, again.message).toBe(0);
     expect(again.result!.extract!.eventsLoaded).toBe(0);
-    expectExactly(await readDb(db), expected, api.truth.events);
+    expectExactly(await readDb(db), fx.expected, fx.api.truth.events);
   });
 });

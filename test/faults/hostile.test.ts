@@ -3,44 +3,28 @@
  * brick the warehouse, drop an event silently, keep a run alive for ever or put payload text
  * into an error. Each test is named after what broke before.
  */
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { startMockApi, type MockApi, type TruthEvent } from '../../src/simulator/index.js';
 import { runJob } from '../../src/pipeline/jobs.js';
 import { describeFailure } from '../../src/cli/exit.js';
 import { readStatus } from '../../src/warehouse/readStatus.js';
 import { publishedCopyPath } from '../../src/warehouse/publishCopy.js';
 import { Warehouse } from '../../src/warehouse/Warehouse.js';
-import { tempDir } from '../helpers/tmp.js';
+import { FIXTURE_PAGE, useSimFixture } from '../helpers/simFixture.js';
 import { configFor, envFor } from '../helpers/sim.js';
 import { runCli } from '../helpers/cli.js';
-import { capturingLogger, expectExactly, expectPrefix, expectedAll, extractOnce, fastHttp, readDb, startRawUpstream } from '../helpers/faults.js';
+import { capturingLogger, expectExactly, expectPrefix, extractOnce, fastHttp, readDb, startRawUpstream } from '../helpers/faults.js';
 
-const SIM = { seed: 11, patientsPerTrial: 10 } as const;
-const PAGE = 10;
+const PAGE = FIXTURE_PAGE;
 
-let api: MockApi;
-let tmp: ReturnType<typeof tempDir>;
-let expected: TruthEvent[];
-let n = 0;
-const freshDb = (): string => join(tmp.dir, `h${++n}.duckdb`);
-
-beforeEach(async () => {
-  api = await startMockApi({ port: 0, ...SIM });
-  tmp = tempDir('recruit-etl-hostile-');
-  expected = expectedAll(api);
-});
-afterEach(async () => {
-  await api.close();
-  tmp.cleanup();
-});
+const fx = useSimFixture('recruit-etl-hostile-', 'h');
 
 /** Every stage of `run` (sites aside) in-process; the exit code a failure maps to. */
 async function runAll(db: string, extra: Record<string, unknown> = {}): Promise<{ exitCode: number; message: string }> {
   const http = fastHttp();
   try {
-    await runJob('run', ['extract', 'transform', 'export'], { config: configFor(api, db, { pageSize: PAGE, exportDir: join(tmp.dir, `exp${n}`), ...extra }), http });
+    await runJob('run', ['extract', 'transform', 'export'], { config: configFor(fx.api, db, { pageSize: PAGE, exportDir: join(fx.tmp.dir, `exp${fx.count}`), ...extra }), http });
     return { exitCode: 0, message: '' };
   } catch (err) {
     const { exitCode, text } = describeFailure(err, false);
@@ -52,18 +36,18 @@ async function runAll(db: string, extra: Record<string, unknown> = {}): Promise<
 
 describe('quarantine, never brick (a lone surrogate made every later transform fail, exit 1, for good)', () => {
   it('an event with a lone surrogate keeps its place, is stored readable, its text kept beside it; every later command succeeds', async () => {
-    api.faults.add({ endpoint: 'events', kind: 'loneSurrogate', after: 2, event: 4 });
-    const db = freshDb();
+    fx.api.faults.add({ endpoint: 'events', kind: 'loneSurrogate', after: 2, event: 4 });
+    const db = fx.freshDb();
     const first = await runAll(db);
     expect(first.exitCode, first.message).toBe(0);
-    expectExactly(await readDb(db), expected, api.truth.events);
+    expectExactly(await readDb(db), fx.expected, fx.api.truth.events);
     // Run again (nothing new), then read everything back: transform, export, status all succeed.
     expect((await runAll(db)).exitCode).toBe(0);
     const wh = await Warehouse.open(db, { readOnly: true });
     try {
       const q = await wh.all<{ p: bigint; id: string; body: string }>('select stream_position as p, event_id as id, body from raw.quarantined_events');
       expect(q).toHaveLength(1);
-      const id = expected[2 * PAGE + 3]!.id;
+      const id = fx.expected[2 * PAGE + 3]!.id;
       expect(q[0]!.id).toBe(id);
       expect(Number(q[0]!.p)).toBe(2 * PAGE + 4);
       expect(q[0]!.body).toContain('\\ud800');
@@ -83,11 +67,11 @@ describe('quarantine, never brick (a lone surrogate made every later transform f
 
 describe('one reading of a page', () => {
   it('keys spelt with escapes ("\\u0065vents", "\\u0069d") are read as the names they spell (exit 1 / exit 6 on every rerun before)', async () => {
-    api.faults.add({ endpoint: 'events', kind: 'escapedKeys', after: 1, times: 3 });
-    const db = freshDb();
-    const out = await extractOnce(api, db, { pageSize: PAGE });
+    fx.api.faults.add({ endpoint: 'events', kind: 'escapedKeys', after: 1, times: 3 });
+    const db = fx.freshDb();
+    const out = await extractOnce(fx.api, db, { pageSize: PAGE });
     expect(out.exitCode, out.message).toBe(0);
-    expectExactly(await readDb(db), expected, api.truth.events);
+    expectExactly(await readDb(db), fx.expected, fx.api.truth.events);
     const wh = await Warehouse.open(db, { readOnly: true });
     try {
       const mismatch = await wh.one<{ n: bigint }>("select count(*) as n from raw.events where event_id is distinct from (envelope->>'id')");
@@ -98,50 +82,50 @@ describe('one reading of a page', () => {
   });
 
   it('a redelivery with its keys in another order is the same event (exit 6 on every rerun before)', async () => {
-    api.faults.add({ endpoint: 'events', kind: 'reorderedRedelivery', after: 3, times: 2 });
-    const db = freshDb();
-    const out = await extractOnce(api, db, { pageSize: PAGE });
+    fx.api.faults.add({ endpoint: 'events', kind: 'reorderedRedelivery', after: 3, times: 2 });
+    const db = fx.freshDb();
+    const out = await extractOnce(fx.api, db, { pageSize: PAGE });
     expect(out.exitCode, out.message).toBe(0);
     expect(out.result!.extract!.duplicatesSkipped).toBe(2);
-    expectExactly(await readDb(db), expected, api.truth.events);
+    expectExactly(await readDb(db), fx.expected, fx.api.truth.events);
   });
 });
 
 describe('bounded time (a run could last for ever)', () => {
   it('endless empty pages with hasNextPage true: exit 6 after --max-empty-pages, naming the stream and the count (41,901 requests in 30 s before)', async () => {
-    api.faults.add({ endpoint: 'events', kind: 'emptyPagesForever', after: 3 });
-    const db = freshDb();
-    const out = await extractOnce(api, db, { pageSize: PAGE });
+    fx.api.faults.add({ endpoint: 'events', kind: 'emptyPagesForever', after: 3 });
+    const db = fx.freshDb();
+    const out = await extractOnce(fx.api, db, { pageSize: PAGE });
     expect(out.exitCode, out.message).toBe(6);
     expect(out.message).toMatch(/stream s_[0-9a-f]+, page \d+: 1000 pages in a row brought no event/);
-    expect(api.stats.eventRequests).toBeLessThanOrEqual(3 + 1000 + 2);
+    expect(fx.api.stats.eventRequests).toBeLessThanOrEqual(3 + 1000 + 2);
     // The events before the empty pages are kept; the empty pages were valid pages, committed with their cursors.
-    expect((await readDb(db)).ids).toEqual(expected.slice(0, 3 * PAGE).map((e) => e.id));
+    expect((await readDb(db)).ids).toEqual(fx.expected.slice(0, 3 * PAGE).map((e) => e.id));
     // 1,000 page commits: 26-42 s on 2 cores under load, so more than the default 60 s of room.
   }, 180_000);
 
   it('a cursor cycle longer than one page is refused (exit 6) before the first URL is requested again', async () => {
-    api.faults.add({ endpoint: 'events', kind: 'nextPage', variant: 'longCycle', length: 5, after: 2 });
-    const db = freshDb();
-    const out = await extractOnce(api, db, { pageSize: PAGE });
+    fx.api.faults.add({ endpoint: 'events', kind: 'nextPage', variant: 'longCycle', length: 5, after: 2 });
+    const db = fx.freshDb();
+    const out = await extractOnce(fx.api, db, { pageSize: PAGE });
     expect(out.exitCode, out.message).toBe(6);
     expect(out.message).toMatch(/a cycle/);
   });
 
   it('a body sent one byte at a time never trips the between-chunks timeout, but --body-timeout ends it: exit 4 in bounded time', async () => {
-    api.faults.add({ endpoint: 'events', kind: 'drip', ms: 50, after: 2, times: 10 });
-    const db = freshDb();
+    fx.api.faults.add({ endpoint: 'events', kind: 'drip', ms: 50, after: 2, times: 10 });
+    const db = fx.freshDb();
     const started = Date.now();
-    const out = await extractOnce(api, db, { pageSize: PAGE }, { bodyTotalTimeoutMs: 300, maxAttempts: 2 });
+    const out = await extractOnce(fx.api, db, { pageSize: PAGE }, { bodyTotalTimeoutMs: 300, maxAttempts: 2 });
     expect(out.exitCode, out.message).toBe(4);
     expect(Date.now() - started).toBeLessThan(10_000);
-    expectPrefix(await readDb(db), expected, 2 * PAGE, api.truth.events);
+    expectPrefix(await readDb(db), fx.expected, 2 * PAGE, fx.api.truth.events);
   });
 });
 
 describe('the run log tells the truth (a run was marked succeeded, then exited 7)', () => {
   it('a run whose published copy cannot be written exits 7 and is recorded as failed', async () => {
-    const db = freshDb();
+    const db = fx.freshDb();
     // A non-empty folder where the copy goes: the rename over it fails.
     mkdirSync(publishedCopyPath(db), { recursive: true });
     writeFileSync(join(publishedCopyPath(db), 'x'), 'x');
@@ -177,8 +161,8 @@ describe('messages name what the job asked for, never what the server answered w
     const up = await startRawUpstream((n, base) => (n === 1 ? first(base) : later(base)));
     const { logger, lines } = capturingLogger();
     try {
-      const db = freshDb();
-      const out = await extractOnce(api, db, { pageSize: PAGE, baseUrl: up.baseUrl }, policy, logger);
+      const db = fx.freshDb();
+      const out = await extractOnce(fx.api, db, { pageSize: PAGE, baseUrl: up.baseUrl }, policy, logger);
       expect(out.exitCode, out.message).toBe(code);
       expect(out.message).not.toContain(SUBJECT);
       expect(out.message).not.toContain('SUBJ-');
@@ -235,24 +219,24 @@ describe('messages name what the job asked for, never what the server answered w
 describe('a large page strands the stream no more (a 20 MB page was exit 4 "lower --page-size" on every run: the page size is fixed by the cursor)', () => {
   it('a 20 MB page is read and committed in slices; a run killed between two slices resumes from the same page, every event once', async () => {
     // Two pages, each padded to 20 MB every time it is sent (the same bytes again on the resumed run).
-    api.faults.add({ endpoint: 'events', kind: 'padEvents', bytes: 20_000_000, times: Infinity });
-    const db = freshDb();
-    const pageSize = Math.ceil(expected.length / 2);
-    const env = envFor(api, db, { RECRUIT_ETL_PAGE_SIZE: String(pageSize), RECRUIT_ETL_FAILPOINT: 'extract.after-commit:1' });
+    fx.api.faults.add({ endpoint: 'events', kind: 'padEvents', bytes: 20_000_000, times: Infinity });
+    const db = fx.freshDb();
+    const pageSize = Math.ceil(fx.expected.length / 2);
+    const env = envFor(fx.api, db, { RECRUIT_ETL_PAGE_SIZE: String(pageSize), RECRUIT_ETL_FAILPOINT: 'extract.after-commit:1' });
     const killed = await runCli(['extract'], env, { timeoutMs: 60_000 });
     expect(killed.signal, killed.stderr).toBe('SIGKILL');
     // The first slice is committed with the page's own URL as the cursor: the next run fetches the page again.
     const mid = await readDb(db);
     expect(mid.ids.length).toBeGreaterThan(0);
     expect(mid.ids.length).toBeLessThan(pageSize);
-    expect(mid.ids).toEqual(expected.slice(0, mid.ids.length).map((e) => e.id));
+    expect(mid.ids).toEqual(fx.expected.slice(0, mid.ids.length).map((e) => e.id));
     expect(mid.streams[0]!.nextPage).toMatch(/\/rpi\/events\?/);
     expect(mid.streams[0]!.eventCount).toBe(mid.ids.length);
     const again = await runCli(['extract'], { ...env, RECRUIT_ETL_FAILPOINT: '' }, { timeoutMs: 60_000 });
     expect(again.code, again.stderr).toBe(0);
     const state = await readDb(db);
-    expectExactly(state, expected, api.truth.events);
-    expect(state.positions).toEqual(expected.map((_, i) => i + 1));
-    expect(api.stats.eventRequests).toBeGreaterThanOrEqual(3); // page 1 fetched again
+    expectExactly(state, fx.expected, fx.api.truth.events);
+    expect(state.positions).toEqual(fx.expected.map((_, i) => i + 1));
+    expect(fx.api.stats.eventRequests).toBeGreaterThanOrEqual(3); // page 1 fetched again
   }, 120_000);
 });

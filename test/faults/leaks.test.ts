@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
-import { startMockApi, type MockApi } from '../../src/simulator/index.js';
+import { startMockApi, type MockApi } from '../../packages/mock-api/src/index.js';
 import { Warehouse } from '../../src/warehouse/Warehouse.js';
 import { logLines, runCli, type CliResult } from '../helpers/cli.js';
 import { envFor } from '../helpers/sim.js';

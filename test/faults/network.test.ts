@@ -6,71 +6,57 @@
  * ends with the documented exit code with pages 1–3 kept, nothing of page 4, and the cursor
  * right after page 3; then a clean run resumes and completes exactly.
  */
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { once } from 'node:events';
 import { createServer, type ServerResponse } from 'node:http';
-import { join } from 'node:path';
-import { startMockApi, type FaultRule, type MockApi, type TruthEvent } from '../../src/simulator/index.js';
-import { tempDir } from '../helpers/tmp.js';
+import type { FaultRule } from '../../packages/mock-api/src/index.js';
+import { FIXTURE_PAGE, useSimFixture } from '../helpers/simFixture.js';
 import { capturingLogger, closedPort, expectExactly, expectPrefix, expectedAll, extractOnce, readDb, startRawUpstream, startTrap, type Outcome } from '../helpers/faults.js';
 
-const SIM = { seed: 11, patientsPerTrial: 10 } as const;
-const PAGE = 10;
+const PAGE = FIXTURE_PAGE;
 const AFTER = 3; // fault on the 4th events request = page 4
 
-let api: MockApi;
-let tmp: ReturnType<typeof tempDir>;
-let expected: TruthEvent[];
-let n = 0;
-const freshDb = (): string => join(tmp.dir, `w${++n}.duckdb`);
-
-beforeEach(async () => {
-  api = await startMockApi({ port: 0, ...SIM });
-  tmp = tempDir('recruit-etl-net-');
-  expected = expectedAll(api);
-  expect(expected.length).toBeGreaterThan(PAGE * 10);
-});
-afterEach(async () => {
-  await api.close();
-  tmp.cleanup();
+const fx = useSimFixture('recruit-etl-net-', 'w');
+beforeEach(() => {
+  expect(fx.expected.length).toBeGreaterThan(PAGE * 10);
 });
 
 type Rule = Omit<FaultRule, 'endpoint'>;
 
 /** A transient fault on page 4 that clears within the retry budget: the run succeeds exactly once. */
 async function expectRecovers(rule: Rule, retries: number): Promise<Outcome> {
-  api.faults.add({ endpoint: 'events', after: AFTER, ...rule });
-  const db = freshDb();
-  const out = await extractOnce(api, db, { pageSize: PAGE });
+  fx.api.faults.add({ endpoint: 'events', after: AFTER, ...rule });
+  const db = fx.freshDb();
+  const out = await extractOnce(fx.api, db, { pageSize: PAGE });
   expect(out.message).toBe('');
   expect(out.exitCode).toBe(0);
-  expect(api.faults.fired().length).toBeGreaterThanOrEqual(1);
-  expectExactly(await readDb(db), expected, api.truth.events);
-  expect(out.result!.extract!.eventsLoaded).toBe(expected.length);
+  expect(fx.api.faults.fired().length).toBeGreaterThanOrEqual(1);
+  expectExactly(await readDb(db), fx.expected, fx.api.truth.events);
+  expect(out.result!.extract!.eventsLoaded).toBe(fx.expected.length);
   // Each retry sends the page again whole; the page counts once.
-  expect(api.stats.eventRequests - out.result!.extract!.pages).toBe(retries);
+  expect(fx.api.stats.eventRequests - out.result!.extract!.pages).toBe(retries);
   return out;
 }
 
 /** A fault on page 4 that outlasts the retry budget: exit `code`, pages 1–3 kept, then a clean run completes. */
 async function expectFailsKeepingPrefix(rule: Rule, code: number, requestsForBadPage: number): Promise<Outcome> {
-  api.faults.add({ endpoint: 'events', after: AFTER, ...rule });
-  const db = freshDb();
-  const out = await extractOnce(api, db, { pageSize: PAGE });
+  fx.api.faults.add({ endpoint: 'events', after: AFTER, ...rule });
+  const db = fx.freshDb();
+  const out = await extractOnce(fx.api, db, { pageSize: PAGE });
   expect(out.exitCode, out.message).toBe(code);
   expect(out.message).toMatch(/^recruit-etl: error: /);
   expect(out.message).toContain('page 4');
-  expect(api.stats.eventRequests).toBe(AFTER + requestsForBadPage);
+  expect(fx.api.stats.eventRequests).toBe(AFTER + requestsForBadPage);
   const state = await readDb(db);
-  expectPrefix(state, expected, AFTER * PAGE, api.truth.events);
+  expectPrefix(state, fx.expected, AFTER * PAGE, fx.api.truth.events);
   expect(state.runs.at(-1)!.status).toBe('failed');
   // The stored cursor is good: once the fault is gone the next run completes exactly.
-  api.faults.clear();
-  const again = await extractOnce(api, db, { pageSize: PAGE });
+  fx.api.faults.clear();
+  const again = await extractOnce(fx.api, db, { pageSize: PAGE });
   expect(again.exitCode, again.message).toBe(0);
   expect(again.result!.extract!.resumed).toBe(true);
-  expect(again.result!.extract!.eventsLoaded).toBe(expected.length - AFTER * PAGE);
-  expectExactly(await readDb(db), expected, api.truth.events);
+  expect(again.result!.extract!.eventsLoaded).toBe(fx.expected.length - AFTER * PAGE);
+  expectExactly(await readDb(db), fx.expected, fx.api.truth.events);
   return out;
 }
 
@@ -140,19 +126,18 @@ describe('timeouts and broken connections', () => {
   });
 
   it('connection refused (the API went away mid-life): exit 4, state untouched; back on the same port, the run completes', async () => {
-    const db = freshDb();
+    const db = fx.freshDb();
     // First night: half of the stream.
-    await api.close();
     const port = await closedPort();
-    api = await startMockApi({ port, ...SIM, releaseFraction: 0.5 });
-    const first = await extractOnce(api, db, { pageSize: PAGE });
+    await fx.restart({ port, releaseFraction: 0.5 });
+    const first = await extractOnce(fx.api, db, { pageSize: PAGE });
     expect(first.exitCode, first.message).toBe(0);
     const before = await readDb(db);
     const half = before.ids.length;
     expect(half).toBeGreaterThan(0);
     // The API is down: nothing listens on the port any more.
-    await api.close();
-    const down = await extractOnce(api, db, { pageSize: PAGE });
+    await fx.api.close();
+    const down = await extractOnce(fx.api, db, { pageSize: PAGE });
     expect(down.exitCode, down.message).toBe(4);
     expect(down.message).toMatch(/ECONNREFUSED/);
     const during = await readDb(db);
@@ -160,19 +145,19 @@ describe('timeouts and broken connections', () => {
     expect(during.streams).toEqual(before.streams);
     expect(during.runs.at(-1)!.status).toBe('failed');
     // Back up with everything released: the stored cursor resumes.
-    api = await startMockApi({ port, ...SIM });
-    const full = expectedAll(api);
-    const third = await extractOnce(api, db, { pageSize: PAGE });
+    await fx.restart({ port });
+    const full = expectedAll(fx.api);
+    const third = await extractOnce(fx.api, db, { pageSize: PAGE });
     expect(third.exitCode, third.message).toBe(0);
     expect(third.result!.extract!.eventsLoaded).toBe(full.length - half);
-    expectExactly(await readDb(db), full, api.truth.events);
+    expectExactly(await readDb(db), full, fx.api.truth.events);
   });
 
   it('connection refused on the very first page: exit 4, nothing stored, no cursor', async () => {
     const port = await closedPort();
-    const db = freshDb();
+    const db = fx.freshDb();
     // Token from the simulator, events from a closed port.
-    const out = await extractOnce(api, db, { pageSize: PAGE, baseUrl: `http://127.0.0.1:${port}` });
+    const out = await extractOnce(fx.api, db, { pageSize: PAGE, baseUrl: `http://127.0.0.1:${port}` });
     expect(out.exitCode, out.message).toBe(4);
     const state = await readDb(db);
     expect(state.ids).toEqual([]);
@@ -217,17 +202,17 @@ describe('unreadable bodies', () => {
 
   it('an oversized body: exit 6 at once naming --max-page-bytes and the stream, NOT retried (it was exit 4 "lower --page-size": the same cursor returns the same page)', async () => {
     const big = await (async () => {
-      api.faults.add({ endpoint: 'events', after: AFTER, kind: 'oversized', size: 1024 * 1024, times: Infinity });
-      const db = freshDb();
-      const out = await extractOnce(api, db, { pageSize: PAGE }, { maxResponseBytes: 256 * 1024 });
+      fx.api.faults.add({ endpoint: 'events', after: AFTER, kind: 'oversized', size: 1024 * 1024, times: Infinity });
+      const db = fx.freshDb();
+      const out = await extractOnce(fx.api, db, { pageSize: PAGE }, { maxResponseBytes: 256 * 1024 });
       return { out, db };
     })();
     expect(big.out.exitCode, big.out.message).toBe(6);
     expect(big.out.message).toMatch(/^recruit-etl: error: stream s_[0-9a-f]+, page 4: .*larger than --max-page-bytes \(262144 bytes\)/);
     expect(big.out.message).toMatch(/raise --max-page-bytes/);
     expect(big.out.message).not.toMatch(/lower --page-size|try again later/);
-    expect(api.stats.eventRequests).toBe(AFTER + 1);
-    expectPrefix(await readDb(big.db), expected, AFTER * PAGE, api.truth.events);
+    expect(fx.api.stats.eventRequests).toBe(AFTER + 1);
+    expectPrefix(await readDb(big.db), fx.expected, AFTER * PAGE, fx.api.truth.events);
   });
 });
 
@@ -245,7 +230,7 @@ describe('redirects', () => {
   });
 
   it('a 302 to the same origin is not followed either: exit 6', async () => {
-    await expectFailsKeepingPrefix({ kind: 'redirect', url: `${api.baseUrl}/rpi/events?cursor=elsewhere`, times: 1 }, 6, 1);
+    await expectFailsKeepingPrefix({ kind: 'redirect', url: `${fx.api.baseUrl}/rpi/events?cursor=elsewhere`, times: 1 }, 6, 1);
   });
 });
 
@@ -287,12 +272,12 @@ describe('raw upstream responses the simulator does not make (first page; the to
       pump();
     });
     try {
-      const db = freshDb();
-      const out = await extractOnce(api, db, { pageSize: PAGE, baseUrl: up.baseUrl }, { maxResponseBytes: 256 * 1024 });
+      const db = fx.freshDb();
+      const out = await extractOnce(fx.api, db, { pageSize: PAGE, baseUrl: up.baseUrl }, { maxResponseBytes: 256 * 1024 });
       expect(out.exitCode, out.message).toBe(6);
       expect(out.message).toMatch(/larger than --max-page-bytes \(262144 bytes\)/);
       expect(up.requests()).toBe(1);
-      expectPrefix(await readDb(db), expected, 0, api.truth.events);
+      expectPrefix(await readDb(db), fx.expected, 0, fx.api.truth.events);
     } finally {
       await up.close();
     }
@@ -305,12 +290,12 @@ describe('raw upstream responses the simulator does not make (first page; the to
       res.end(body);
     });
     try {
-      const db = freshDb();
-      const out = await extractOnce(api, db, { pageSize: PAGE, baseUrl: up.baseUrl });
+      const db = fx.freshDb();
+      const out = await extractOnce(fx.api, db, { pageSize: PAGE, baseUrl: up.baseUrl });
       expect(out.exitCode, out.message).toBe(4);
       expect(out.message).toMatch(/UTF-8/);
       expect(up.requests()).toBe(3);
-      expectPrefix(await readDb(db), expected, 0, api.truth.events);
+      expectPrefix(await readDb(db), fx.expected, 0, fx.api.truth.events);
     } finally {
       await up.close();
     }
@@ -322,8 +307,8 @@ describe('raw upstream responses the simulator does not make (first page; the to
       res.end(Buffer.from([0x1f, 0x8b, 0x08, 0x00]));
     });
     try {
-      const db = freshDb();
-      const out = await extractOnce(api, db, { pageSize: PAGE, baseUrl: up.baseUrl });
+      const db = fx.freshDb();
+      const out = await extractOnce(fx.api, db, { pageSize: PAGE, baseUrl: up.baseUrl });
       expect(out.exitCode, out.message).toBe(6);
       expect(up.requests()).toBe(1);
     } finally {
@@ -348,8 +333,8 @@ describe('malformed HTTP framing is the upstream\'s, never exit 1 (it was "unexp
       const up = await startRawUpstream(() => raw);
       const { logger, lines } = capturingLogger();
       try {
-        const db = freshDb();
-        const out = await extractOnce(api, db, { pageSize: PAGE, baseUrl: up.baseUrl }, {}, logger);
+        const db = fx.freshDb();
+        const out = await extractOnce(fx.api, db, { pageSize: PAGE, baseUrl: up.baseUrl }, {}, logger);
         expect(out.exitCode, out.message).toBe(4);
         // undici calls a length it cannot square with the framing a length mismatch.
         expect(out.message).toMatch(/malformed HTTP response|shorter or longer than its content-length/);
@@ -358,7 +343,7 @@ describe('malformed HTTP framing is the upstream\'s, never exit 1 (it was "unexp
         expect(out.message).not.toContain('SUBJ-0042');
         expect(up.requests()).toBe(3); // FAST_POLICY: 3 attempts
         const state = await readDb(db);
-        expectPrefix(state, expected, 0, api.truth.events);
+        expectPrefix(state, fx.expected, 0, fx.api.truth.events);
         const error = state.runs.at(-1)!.error ?? '';
         expect(error).toMatch(/malformed HTTP response|content-length/);
         expect(error).not.toMatch(CONTROL);

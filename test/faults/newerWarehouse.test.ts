@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { MockApi } from '../../src/simulator/index.js';
+import type { MockApi } from '../../packages/mock-api/src/index.js';
 import { BUILD_VERSION, Warehouse } from '../../src/warehouse/Warehouse.js';
 import { ROOT, runCli } from '../helpers/cli.js';
 import { envFor, startSim } from '../helpers/sim.js';

@@ -5,7 +5,7 @@
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { join } from 'node:path';
-import { startMockApi, type MockApi } from '../../src/simulator/index.js';
+import { startMockApi, type MockApi } from '../../packages/mock-api/src/index.js';
 import { Warehouse } from '../../src/warehouse/Warehouse.js';
 import { existsSync } from 'node:fs';
 import { runCli } from '../helpers/cli.js';

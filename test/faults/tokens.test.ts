@@ -8,7 +8,7 @@
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { join } from 'node:path';
-import { startMockApi, type MockApi, type MockApiOptions, type TruthEvent } from '../../src/simulator/index.js';
+import { startMockApi, type MockApi, type MockApiOptions, type TruthEvent } from '../../packages/mock-api/src/index.js';
 import { TokenProvider } from '../../src/upstream/auth.js';
 import { tempDir } from '../helpers/tmp.js';
 import { countStatus, expectExactly, expectPrefix, expectedAll, extractOnce, fastHttp, readDb, startTrap } from '../helpers/faults.js';

@@ -3,7 +3,7 @@
  * a `lake` database for the DuckLake catalog, the simulator, a temporary folder, and an
  * in-memory DuckDB reader with the lake extensions loaded (`make extensions`).
  */
-import type { MockApi, MockApiOptions } from '../../src/simulator/index.js';
+import type { MockApi, MockApiOptions } from '../../packages/mock-api/src/index.js';
 import { Warehouse } from '../../src/warehouse/Warehouse.js';
 import { loadLakeExtensions } from '../../src/publish/lake.js';
 import { startPostgres, type PgCluster } from './postgres.js';

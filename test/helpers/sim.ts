@@ -1,4 +1,4 @@
-import { startMockApi, type MockApi, type MockApiOptions } from '../../src/simulator/index.js';
+import { startMockApi, type MockApi, type MockApiOptions } from '../../packages/mock-api/src/index.js';
 import { resolveConfig, type Config } from '../../src/config/config.js';
 
 /** Start the simulator on port 0. */

@@ -2,7 +2,7 @@
  * Warehouses built for tests that read the marts: raw events inserted straight into
  * `raw.events` (one stream) and transformed by the job's own runner.
  */
-import { startMockApi, type GroundTruth, type MockApiOptions } from '../../src/simulator/index.js';
+import { startMockApi, type GroundTruth, type MockApiOptions } from '../../packages/mock-api/src/index.js';
 import { runTransform } from '../../src/transform/runTransform.js';
 import { Warehouse } from '../../src/warehouse/Warehouse.js';
 import { insertRawEventsSql, type Ev, type RawEventRow } from '../integration/models/fixture.js';

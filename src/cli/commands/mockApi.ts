@@ -1,105 +1,86 @@
 /**
- * `recruit-etl mock-api`: serve the simulator of the upstream API on a local port until
- * SIGINT / SIGTERM. Prints one JSON line with the URLs and the settings a client needs.
+ * `recruit-etl mock-api`: hands the rest of the command line and the environment to the
+ * simulator's own CLI, the workspace package `@recruit-etl/mock-api` (packages/mock-api),
+ * loaded on demand. The package is a development dependency: an install without it (the
+ * production image) refuses the command with exit 2. Its options, variables and `--config`
+ * keys are the package's (`recruit-etl mock-api --help`); nothing of it is imported here.
  *
  * @module
  */
-import type { Argv, CommandModule } from 'yargs';
-import { MOCK_API_FAULT_HELP, MOCK_API_FLAGS, mockApiOptionsFromFlags, type MockApiFlagValues } from '../../simulator/mockApiFlags.js';
-import { coerceOptions, envName, optionsFor, resolveConfig, type Config, type OptionSpec } from '../../config/config.js';
-import { createLogger } from '../../log/logger.js';
+import type { Writable } from 'node:stream';
+import type { CommandModule } from 'yargs';
 import { ConfigError } from '../../errors.js';
-import { gather, warnUnknownVariables, type CliContext } from '../context.js';
-import { declareOptions, HELP_EPILOGUE } from '../options.js';
+import { createLogger, type Logger } from '../../log/logger.js';
+import { unknownVariables, type Config } from '../../config/config.js';
+import { warnUnknownVariables, type CliContext } from '../context.js';
+import { KNOWN_VARIABLES } from '../options.js';
 
-/** The command's own port default (the demo's); startMockApi's is 0. */
-const DEFAULT_PORT = 8787;
+/** The simulator's package (packages/mock-api): a devDependency, absent from the production image. */
+export const MOCK_API_PACKAGE: string = '@recruit-etl/mock-api';
 
-/**
- * The simulator's flags (`MOCK_API_FLAGS`, derived from its option schema) as options of this
- * command: each is also `RECRUIT_ETL_<FLAG>` and a key of the `--config` file, like every option.
- */
-const SIMULATOR_OPTIONS: readonly OptionSpec[] = MOCK_API_FLAGS.map((f) => {
-  const spec: OptionSpec = {
-    key: f.key,
-    flag: f.flag.slice(2),
-    env: envName(f.key),
-    type: f.type === 'array' ? 'string' : f.type,
-    array: f.type === 'array',
-    describe: f.description,
-    commands: ['mock-api'],
-    group: 'Simulator:',
-    hidden: false,
-  };
-  const def = f.key === 'port' ? DEFAULT_PORT : f.default;
-  if (def !== undefined) spec.defaultHelp = String(def);
-  return spec;
-});
+/** The command's name. */
+export const MOCK_API_COMMAND = 'mock-api';
 
-/**
- * The simulator's flag values of one invocation, by precedence (flags > `RECRUIT_ETL_*` >
- * `--config` file > defaults), for `mockApiOptionsFromFlags`.
- *
- * @throws {ConfigError} an invalid `--config` file or log level (exit 2)
- */
-export function mockApiValues(ctx: CliContext, argv: Record<string, unknown>): { flags: MockApiFlagValues; logLevel: Config['logLevel']; unknownVariables: string[] } {
-  const { raw, unknownVariables } = gather(ctx, argv, [...optionsFor('mock-api'), ...SIMULATOR_OPTIONS]);
-  coerceOptions(SIMULATOR_OPTIONS.filter((s) => !s.array), raw); // lists: the simulator splits its own
-  const config = resolveConfig(raw);
-  const flags: Record<string, unknown> = { port: DEFAULT_PORT };
-  for (const f of MOCK_API_FLAGS) if (raw[f.key] !== undefined) flags[f.key] = raw[f.key];
-  return { flags: flags as MockApiFlagValues, logLevel: config.logLevel, unknownVariables };
+/** What the job uses of the package: its command line (packages/mock-api/src/main.ts). */
+interface MockApiPackage {
+  runMockApiCli(
+    argv: readonly string[],
+    io: { stdout: Writable; env: NodeJS.ProcessEnv; signal: AbortSignal; logger: (level: string) => Logger; scriptName: string },
+  ): Promise<void>;
 }
 
-/** The yargs module of `mock-api`. */
-export function mockApiCommand(ctx: CliContext): CommandModule {
+/**
+ * Loads the simulator's package.
+ *
+ * @throws {ConfigError} the package is not installed (the production image: exit 2)
+ */
+async function loadMockApi(): Promise<MockApiPackage> {
+  try {
+    return (await import(MOCK_API_PACKAGE)) as MockApiPackage;
+  } catch (err) {
+    const e = err as NodeJS.ErrnoException;
+    if (e.code !== 'ERR_MODULE_NOT_FOUND' || !e.message.includes(MOCK_API_PACKAGE)) throw err;
+    throw new ConfigError(`mock-api: the simulator (${MOCK_API_PACKAGE}) is a development package, not in this install`, {
+      hint: 'run it from a clone of the repository after npm ci, as make demo does',
+    });
+  }
+}
+
+/**
+ * Runs the simulator's CLI on `args` (the arguments after `mock-api`, without the job's
+ * `--verbose`) until `ctx.signal` aborts. Its usage errors become the job's {@link ConfigError}
+ * (exit 2, the same one line).
+ *
+ * @throws {ConfigError} the package is missing, or a bad option, variable, `--config` file or busy port
+ */
+export async function runMockApi(ctx: CliContext, args: readonly string[]): Promise<void> {
+  const { runMockApiCli } = await loadMockApi();
+  const logger = (level: string): Logger => {
+    const l = createLogger({ level: level as Config['logLevel'] });
+    warnUnknownVariables(l, unknownVariables(ctx.env, KNOWN_VARIABLES));
+    return l;
+  };
+  try {
+    await runMockApiCli(
+      args.filter((a) => a !== '--verbose'),
+      { stdout: ctx.stdout, env: ctx.env, signal: ctx.signal, logger, scriptName: `recruit-etl ${MOCK_API_COMMAND}` },
+    );
+  } catch (err) {
+    const e = err as { code?: unknown; message: string; hint?: string };
+    if (e.code !== 'E_CONFIG') throw err;
+    throw new ConfigError(e.message, { cause: err, ...(e.hint === undefined ? {} : { hint: e.hint }) });
+  }
+}
+
+/**
+ * The yargs module of `mock-api`, for the command list of `recruit-etl --help`: `run`
+ * (src/cli/main.ts) hands `mock-api …` to {@link runMockApi} before yargs parses.
+ */
+export function mockApiCommand(ctx: CliContext, argv: readonly string[]): CommandModule {
   return {
-    command: 'mock-api',
-    describe: 'serve the simulator of the upstream API (token, events, site list) on a local port',
-    builder: (y: Argv) =>
-      declareOptions(y, [...optionsFor('mock-api'), ...SIMULATOR_OPTIONS])
-        .group(
-          SIMULATOR_OPTIONS.map((s) => s.flag),
-          'Simulator:',
-        )
-        .epilogue(`${MOCK_API_FAULT_HELP}\n\n${HELP_EPILOGUE}`),
-    handler: async (argv: Record<string, unknown>) => {
-      const { flags, logLevel, unknownVariables } = mockApiValues(ctx, argv);
-      const logger = createLogger({ level: logLevel });
-      warnUnknownVariables(logger, unknownVariables);
-      const options = mockApiOptionsFromFlags(flags);
-      // Loaded here: the simulator's code costs every other command memory at start-up.
-      const { startMockApi } = await import('../../simulator/index.js');
-      let api;
-      try {
-        api = await startMockApi({ ...options, logger });
-      } catch (err) {
-        const code = (err as NodeJS.ErrnoException).code;
-        if (code !== 'EADDRINUSE' && code !== 'EACCES') throw err;
-        const where = `${options.host ?? '127.0.0.1'}:${String(options.port)}`;
-        throw new ConfigError(`--port (RECRUIT_ETL_PORT): ${where} ${code === 'EADDRINUSE' ? 'is already in use' : 'may not be bound by this user'}`, {
-          cause: err,
-          hint: 'pick another port, or 0 for any free one',
-        });
-      }
-      ctx.stdout.write(
-        `${JSON.stringify({
-          mockApi: 'listening',
-          baseUrl: api.baseUrl,
-          authUrl: api.authUrl,
-          clientId: api.options.clientId,
-          audience: api.options.audience,
-          micrositeId: api.options.micrositeId,
-          origin: api.options.allowedOrigins[0],
-          trialIds: api.truth.trialIds,
-          events: api.truth.visibleCount(),
-        })}\n`,
-      );
-      await new Promise<void>((resolve) => {
-        if (ctx.signal.aborted) resolve();
-        ctx.signal.addEventListener('abort', () => resolve(), { once: true });
-      });
-      await api.close();
-    },
+    command: MOCK_API_COMMAND,
+    describe: 'serve the simulator of the upstream API (token, events, site list) on a local port (a development package)',
+    builder: (y) => y.strictOptions(false),
+    handler: () => runMockApi(ctx, argv.slice(argv.indexOf(MOCK_API_COMMAND) + 1)),
   };
 }

@@ -14,7 +14,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { chmodSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
-import type { MockApi } from '../../../src/simulator/index.js';
+import type { MockApi } from '../../../packages/mock-api/src/index.js';
 import { ROOT, runCli } from '../../helpers/cli.js';
 import { envFor, startSim } from '../../helpers/sim.js';
 import { tempDir } from '../../helpers/tmp.js';

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { join } from 'node:path';
-import type { MockApi } from '../../../src/simulator/index.js';
-import { expectedEvents } from '../../../src/simulator/index.js';
+import type { MockApi } from '../../../packages/mock-api/src/index.js';
+import { expectedEvents } from '../../../packages/mock-api/src/index.js';
 import { EXTRACT_SETTINGS, heldBatchSettings, runJob } from '../../../src/pipeline/jobs.js';
 import { readEventsPage } from '../../../src/upstream/page.js';
 import { extractEvents } from '../../../src/extract/extractEvents.js';

@@ -8,7 +8,7 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { MockApi } from '../../../src/simulator/index.js';
+import type { MockApi } from '../../../packages/mock-api/src/index.js';
 import { Warehouse, sqlString } from '../../../src/warehouse/Warehouse.js';
 import { runCli, type CliResult } from '../../helpers/cli.js';
 import type { PgCluster } from '../../helpers/postgres.js';

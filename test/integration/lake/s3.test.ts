@@ -11,7 +11,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { MockApi } from '../../../src/simulator/index.js';
+import type { MockApi } from '../../../packages/mock-api/src/index.js';
 import { Warehouse, sqlString } from '../../../src/warehouse/Warehouse.js';
 import { ROOT, runCli, type CliResult } from '../../helpers/cli.js';
 import { freePort, type PgCluster } from '../../helpers/postgres.js';

@@ -15,7 +15,7 @@ import { PACKAGE_ROOT } from '../../../src/paths.js';
 import { runTransform, type TransformResult } from '../../../src/transform/runTransform.js';
 import { Warehouse } from '../../../src/warehouse/Warehouse.js';
 import { tempDir } from '../../helpers/tmp.js';
-import { startMockApi } from '../../../src/simulator/index.js';
+import { startMockApi } from '../../../packages/mock-api/src/index.js';
 import { FIXTURE_EVENTS, SITE_SNAPSHOTS_SQL, insertRawEventsSql, type RawEventRow } from './fixture.js';
 
 const DBT_TIMEOUT_MS = 15 * 60_000;

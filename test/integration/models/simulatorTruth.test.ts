@@ -1,10 +1,10 @@
 /**
  * Ground truth: the simulator's generated stream loaded straight into raw.events (one
  * stream, stream_position = index + 1), transformed, and compared patient by patient and
- * attempt by attempt with what the simulator knows it generated (src/simulator/truth.ts).
+ * attempt by attempt with what the simulator knows it generated (packages/mock-api/src/truth.ts).
  */
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { startMockApi, type MockApi } from '../../../src/simulator/index.js';
+import { startMockApi, type MockApi } from '../../../packages/mock-api/src/index.js';
 import { runTransform, type TransformResult } from '../../../src/transform/runTransform.js';
 import { Warehouse } from '../../../src/warehouse/Warehouse.js';
 import { insertRawEventsSql } from './fixture.js';

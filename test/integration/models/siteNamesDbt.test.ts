@@ -10,7 +10,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PACKAGE_ROOT } from '../../../src/paths.js';
-import type { MockApi } from '../../../src/simulator/index.js';
+import type { MockApi } from '../../../packages/mock-api/src/index.js';
 import { Warehouse } from '../../../src/warehouse/Warehouse.js';
 import { runCli, type CliResult } from '../../helpers/cli.js';
 import { envFor, startSim } from '../../helpers/sim.js';

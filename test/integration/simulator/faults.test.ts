@@ -1,7 +1,7 @@
 import { request as httpRequest } from 'node:http';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { reorderedJson } from '../../../src/simulator/hostileJson.js';
-import { badToken, DEFAULT_EVENT_TYPES, expectedEvents, parseFaultSpec, startMockApi, validateFaultRule, type FaultRule, type MockApi } from '../../../src/simulator/index.js';
+import { reorderedJson } from '../../../packages/mock-api/src/hostileJson.js';
+import { badToken, DEFAULT_EVENT_TYPES, expectedEvents, parseFaultSpec, startMockApi, validateFaultRule, type FaultRule, type MockApi } from '../../../packages/mock-api/src/index.js';
 import { eventsUrl, getPage, getToken, type Page } from './helpers.js';
 
 /** A raw GET that reports what actually happened on the wire. */

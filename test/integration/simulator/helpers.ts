@@ -1,4 +1,4 @@
-import type { MockApi } from '../../../src/simulator/index.js';
+import type { MockApi } from '../../../packages/mock-api/src/index.js';
 
 export interface Page {
   events: Array<Record<string, unknown>>;

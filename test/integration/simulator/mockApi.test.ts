@@ -6,7 +6,7 @@ import {
   PATIENT_CREATED_V2,
   startMockApi,
   type MockApi,
-} from '../../../src/simulator/index.js';
+} from '../../../packages/mock-api/src/index.js';
 import { eventsUrl, getPage, getToken, readAll } from './helpers.js';
 
 const ORIGIN = 'https://study.example.org';

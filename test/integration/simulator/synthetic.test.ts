@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DEFAULT_EVENT_TYPES, expectedEvents, startMockApi, type MockApi } from '../../../src/simulator/index.js';
+import { DEFAULT_EVENT_TYPES, expectedEvents, startMockApi, type MockApi } from '../../../packages/mock-api/src/index.js';
 import { eventsUrl, getToken, readAll } from './helpers.js';
 
 describe('mock API: synthetic data set (benchmarks)', () => {

@@ -7,8 +7,8 @@
  * data row for row (EXCEPT ALL both ways), over 50 seeds.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { startMockApi } from '../../../src/simulator/index.js';
-import { Rng } from '../../../src/simulator/prng.js';
+import { startMockApi } from '../../../packages/mock-api/src/index.js';
+import { Rng } from '../../../packages/mock-api/src/prng.js';
 import { runTransform } from '../../../src/transform/runTransform.js';
 import { Warehouse } from '../../../src/warehouse/Warehouse.js';
 import { FIXTURE_EVENTS, SITE_SNAPSHOTS_SQL, insertRawEventsSql, type RawEventRow } from '../models/fixture.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { EventStore } from '../../../src/simulator/eventStore.js';
+import { EventStore } from '../../../packages/mock-api/src/eventStore.js';
 
 function storeOf(spec: Array<[string, string]>): EventStore {
   const s = new EventStore(3, 2);

@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError } from '../../../src/errors.js';
-import { decodeCursor, encodeCursor } from '../../../src/simulator/cursor.js';
-import { FaultRegistry, parseFaultSpec, validateFaultRule, type FaultRule } from '../../../src/simulator/faults.js';
-import { reorderedJson, splitAtMessageEnd, withDuplicateIdKey, withEscapedKeys, withLoneSurrogateNote } from '../../../src/simulator/hostileJson.js';
-import { badToken } from '../../../src/simulator/tokenEndpoint.js';
+import { ConfigError } from '../../../packages/mock-api/src/errors.js';
+import { decodeCursor, encodeCursor } from '../../../packages/mock-api/src/cursor.js';
+import { FaultRegistry, parseFaultSpec, validateFaultRule, type FaultRule } from '../../../packages/mock-api/src/faults.js';
+import { reorderedJson, splitAtMessageEnd, withDuplicateIdKey, withEscapedKeys, withLoneSurrogateNote } from '../../../packages/mock-api/src/hostileJson.js';
+import { badToken } from '../../../packages/mock-api/src/tokenEndpoint.js';
 
 describe('parseFaultSpec', () => {
   it('parses the main value, keys and infinity', () => {

@@ -1,16 +1,13 @@
 import { describe, expect, it, vi } from 'vitest';
-import yargs, { type Argv } from 'yargs';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { mockApiCommand, mockApiValues } from '../../../src/cli/commands/mockApi.js';
-import { SecretRegistry } from '../../../src/log/secrets.js';
-import type { CliContext } from '../../../src/cli/context.js';
 import { run } from '../../../src/cli/main.js';
-import { ConfigError } from '../../../src/errors.js';
-import { FAULT_PHASE } from '../../../src/simulator/faults.js';
-import { MOCK_API_FAULT_HELP, MOCK_API_FLAGS, MOCK_API_USAGE, mockApiOptionsFromFlags } from '../../../src/simulator/mockApiFlags.js';
-import { MockApiOptionsSchema } from '../../../src/simulator/options.js';
+import { ConfigError } from '../../../packages/mock-api/src/errors.js';
+import { mockApiParser, mockApiValues } from '../../../packages/mock-api/src/main.js';
+import { FAULT_PHASE } from '../../../packages/mock-api/src/faults.js';
+import { MOCK_API_FAULT_HELP, MOCK_API_FLAGS, MOCK_API_USAGE, mockApiOptionsFromFlags } from '../../../packages/mock-api/src/mockApiFlags.js';
+import { MockApiOptionsSchema } from '../../../packages/mock-api/src/options.js';
 
 describe('mockApiOptionsFromFlags', () => {
   it('maps every flag onto MockApiOptions', () => {
@@ -157,12 +154,11 @@ describe('one schema for options, defaults and flags', () => {
     try {
       const file = join(dir, 'options.json');
       writeFileSync(file, JSON.stringify({ seed: 9, trials: 5, 'token-lifetime': 99 }));
-      const ctx = { env: { RECRUIT_ETL_TOKEN_LIFETIME: '7', RECRUIT_ETL_CONFIG: file, RECRUIT_ETL_SERVICE_HOST: '10.0.0.1' }, secrets: new SecretRegistry() } as unknown as CliContext;
-      const cmd = mockApiCommand(ctx);
-      const y = yargs(['--seed', '3', '--grow-every-ms', '100', '--fault', 'events:drip=5', '--allowed-origin', 'https://a.example,https://b.example', '--no-drift']);
-      const argv = (await (cmd.builder as (y: Argv) => Argv)(y).parseAsync()) as Record<string, unknown>;
-      const { flags, unknownVariables } = mockApiValues(ctx, argv);
-      expect(unknownVariables).toEqual(['RECRUIT_ETL_SERVICE_HOST']);
+      const env = { RECRUIT_ETL_TOKEN_LIFETIME: '7', RECRUIT_ETL_CONFIG: file, RECRUIT_ETL_SERVICE_HOST: '10.0.0.1' };
+      const y = mockApiParser(['--seed', '3', '--grow-every-ms', '100', '--fault', 'events:drip=5', '--allowed-origin', 'https://a.example,https://b.example', '--no-drift'], 'mock-api');
+      const argv = (await y.parseAsync()) as Record<string, unknown>;
+      const { flags, logLevel } = mockApiValues(argv, env);
+      expect(logLevel).toBe('info');
       expect(mockApiOptionsFromFlags(flags)).toEqual({
         port: 8787,
         seed: 3,

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { eventIdAt, eventIndexOfId } from '../../../src/simulator/eventIds.js';
-import { lowbias32, lowbias32Inverse, Rng } from '../../../src/simulator/prng.js';
+import { eventIdAt, eventIndexOfId } from '../../../packages/mock-api/src/eventIds.js';
+import { lowbias32, lowbias32Inverse, Rng } from '../../../packages/mock-api/src/prng.js';
 
 describe('Rng', () => {
   it('gives the same sequence for the same seed and stream', () => {

@@ -8,10 +8,10 @@ import {
   PATIENT_CREATED_V2,
   STATUS_CHANGED,
   SUBJECT_ID_UPDATED,
-} from '../../../src/simulator/eventTypes.js';
-import { generateStory, type StoryOptions } from '../../../src/simulator/story.js';
-import { deriveTruth } from '../../../src/simulator/truth.js';
-import type { EdgeCase } from '../../../src/simulator/types.js';
+} from '../../../packages/mock-api/src/eventTypes.js';
+import { generateStory, type StoryOptions } from '../../../packages/mock-api/src/story.js';
+import { deriveTruth } from '../../../packages/mock-api/src/truth.js';
+import type { EdgeCase } from '../../../packages/mock-api/src/types.js';
 
 const DEFAULTS: StoryOptions = {
   seed: 1,

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { expectedEvents } from '../../../src/simulator/truth.js';
-import type { GroundTruth, TruthEvent } from '../../../src/simulator/types.js';
+import { expectedEvents } from '../../../packages/mock-api/src/truth.js';
+import type { GroundTruth, TruthEvent } from '../../../packages/mock-api/src/types.js';
 
 function ev(id: string, eventType: string, trialId: string, typeKey: 'eventType' | 'name' = 'eventType'): TruthEvent {
   return { id, eventType, typeKey, trialId, publishedTime: '2026-01-05T08:00:00.000Z', envelope: { id, [typeKey]: eventType, message: { trialId } } };

@@ -7,7 +7,7 @@
  * @module
  */
 import { z } from 'zod';
-import { ConfigError } from '../errors.js';
+import { ConfigError } from './errors.js';
 import { flagMeta, MockApiOptionsSchema, type FlagMeta, type MockApiOptions } from './options.js';
 
 /** One flag of the `mock-api` command. */

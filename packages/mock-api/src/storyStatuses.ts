@@ -8,7 +8,7 @@
 import type { Rng } from './prng.js';
 import { clamp, DAY, days, HOUR, MIN } from './storyCommon.js';
 import type { ContactResult } from './storyContacts.js';
-import type { PatientStory } from './storyPatient.js';
+import type { PatientStory } from './storyCommon.js';
 
 /** One planned status change. */
 export interface PlannedStatus {

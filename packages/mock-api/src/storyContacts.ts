@@ -9,7 +9,7 @@ import { CONTACT_ATTEMPT_CREATED, PATIENT_CONTACT_ATTEMPT_CREATED } from './even
 import type { Rng } from './prng.js';
 import type { TrialSite } from './sites.js';
 import { clamp, dateOf, DAY, HOUR, iso, MIN, workTime } from './storyCommon.js';
-import type { PatientStory } from './storyPatient.js';
+import type { PatientStory } from './storyCommon.js';
 import { forcesReach, minAttemptsOf, type Role } from './storyRoles.js';
 
 /** How the calls ended. */

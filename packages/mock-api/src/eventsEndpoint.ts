@@ -258,22 +258,15 @@ export class EventsEndpoint {
     return Buffer.from(JSON.stringify(env));
   }
 
-  // eslint-disable-next-line max-lines-per-function, complexity -- the simulator's: split when it moves to a package of its own: one case per page fault
+  /** The page `rule` (a page fault of docs/ingest.md's catalogue, faults.ts) makes of `page`. */
   private faultedPage(rule: FaultRule, page: PageModel): Buffer | Buffer[] {
     const items = page.indexes.map((i) => this.store.bytesAt(i));
-    let pagination: Pagination = { nextPage: page.nextPage, hasNextPage: page.hasNextPage };
+    const pagination: Pagination = { nextPage: page.nextPage, hasNextPage: page.hasNextPage };
     switch (rule.kind) {
       case 'missingPagination':
         return this.renderPage(items, undefined);
       case 'eventsNotArray':
         return this.renderPage(items, pagination, { eventsNotArray: true });
-      case 'loneSurrogate':
-      case 'duplicateIdKey': {
-        const k = (rule.event ?? 1) - 1;
-        const json = this.store.jsonAt(page.indexes[k]!);
-        items[k] = Buffer.from(rule.kind === 'loneSurrogate' ? withLoneSurrogateNote(json) : withDuplicateIdKey(json));
-        return this.renderPage(items, pagination);
-      }
       case 'duplicateEventsKey':
         return this.renderPage(items, pagination, { duplicateEventsKey: true });
       case 'escapedKeys':
@@ -282,89 +275,96 @@ export class EventsEndpoint {
           pagination,
           { escapedKeys: true },
         );
-      case 'reorderedRedelivery': {
-        const prev = this.store.lastMatchBefore(page.filter, page.after);
-        items.unshift(Buffer.from(reorderedJson(JSON.parse(this.store.jsonAt(prev)))));
-        return this.renderPage(items, pagination);
-      }
       case 'emptyPagesForever':
         return this.emptyForeverPage();
       case 'padEvents':
         return this.paddedPage(page, pagination, rule.bytes!);
+      case 'nextPage':
+        return this.renderPage(items, this.faultedPagination(rule, page, pagination));
+      default:
+        return this.renderPage(this.faultedItems(rule, page, items), pagination);
+    }
+  }
+
+  /** The page's events (`items`, edited in place) as a fault on one or more events has them; others leave them as they are. */
+  private faultedItems(rule: FaultRule, page: PageModel, items: Buffer[]): Buffer[] {
+    switch (rule.kind) {
+      case 'loneSurrogate':
+      case 'duplicateIdKey': {
+        const k = (rule.event ?? 1) - 1;
+        const json = this.store.jsonAt(page.indexes[k]!);
+        items[k] = Buffer.from(rule.kind === 'loneSurrogate' ? withLoneSurrogateNote(json) : withDuplicateIdKey(json));
+        return items;
+      }
+      case 'reorderedRedelivery': {
+        const prev = this.store.lastMatchBefore(page.filter, page.after);
+        items.unshift(Buffer.from(reorderedJson(JSON.parse(this.store.jsonAt(prev)))));
+        return items;
+      }
       case 'eventWithoutId': {
         const k = Math.floor(items.length / 2);
         const env = JSON.parse(this.store.jsonAt(page.indexes[k]!)) as Record<string, unknown>;
         delete env['id'];
         items[k] = Buffer.from(JSON.stringify(env));
-        return this.renderPage(items, pagination);
+        return items;
       }
       case 'duplicateIdWithinPage': {
         const k = Math.floor(items.length / 2);
         items.splice(k + 1, 0, items[k]!);
-        return this.renderPage(items, pagination);
+        return items;
       }
-      case 'duplicateIdAcrossPages': {
-        const prev = this.store.lastMatchBefore(page.filter, page.after);
-        items.unshift(this.store.bytesAt(prev));
-        return this.renderPage(items, pagination);
-      }
+      case 'duplicateIdAcrossPages':
+        items.unshift(this.store.bytesAt(this.store.lastMatchBefore(page.filter, page.after)));
+        return items;
       case 'sameIdOtherPayload': {
         const prev = this.store.lastMatchBefore(page.filter, page.after);
         if (prev >= 0) items.unshift(this.changedPayload(prev));
         else items.push(this.changedPayload(page.indexes[0]!));
-        return this.renderPage(items, pagination);
-      }
-      case 'nextPage': {
-        const u = new URL(page.nextPage);
-        switch (rule.variant) {
-          case 'otherOrigin': {
-            const target = new URL(rule.url ?? 'http://127.0.0.1:9');
-            pagination = { ...pagination, nextPage: `${target.origin}${u.pathname}${u.search}` };
-            break;
-          }
-          case 'otherScheme':
-            pagination = { ...pagination, nextPage: `https://${u.host}${u.pathname}${u.search}` };
-            break;
-          case 'otherPort': {
-            const port = rule.port ?? (Number(u.port) === 65535 ? 1024 : Number(u.port) + 1);
-            pagination = { ...pagination, nextPage: `${u.protocol}//${u.hostname}:${port}${u.pathname}${u.search}` };
-            break;
-          }
-          case 'userInfo':
-            pagination = { ...pagination, nextPage: `${u.protocol}//user:pass@${u.host}${u.pathname}${u.search}` };
-            break;
-          case 'relative':
-            pagination = { ...pagination, nextPage: `${u.pathname}${u.search}` };
-            break;
-          case 'unchanged':
-            pagination = { nextPage: page.requestUrl, hasNextPage: true };
-            break;
-          case 'cycle': {
-            let earlier: string | undefined;
-            for (let i = this.history.length - 1; i >= 0; i--) {
-              const h = this.history[i]!;
-              if (h.filterKey === page.filterKey && h.url !== page.requestUrl) {
-                earlier = h.url;
-                break;
-              }
-            }
-            pagination = { nextPage: earlier ?? this.cursorUrl(page.filter, 0, page.limit), hasNextPage: true };
-            break;
-          }
-          case 'oversizedUrl':
-            pagination = { ...pagination, nextPage: `${page.nextPage}&pad=${'x'.repeat(rule.size ?? 100_000)}` };
-            break;
-          case 'longCycle':
-            this.specialSerial++;
-            pagination = { nextPage: this.cycleUrl(this.specialSerial, 0, rule.length ?? 3), hasNextPage: true };
-            break;
-          default:
-            break;
-        }
-        return this.renderPage(items, pagination);
+        return items;
       }
       default:
-        return this.renderPage(items, pagination);
+        return items;
     }
+  }
+
+  /** The pagination of a `nextPage` fault: `page.nextPage` bent as `rule.variant` says. */
+  private faultedPagination(rule: FaultRule, page: PageModel, pagination: Pagination): Pagination {
+    const u = new URL(page.nextPage);
+    switch (rule.variant) {
+      case 'otherOrigin': {
+        const target = new URL(rule.url ?? 'http://127.0.0.1:9');
+        return { ...pagination, nextPage: `${target.origin}${u.pathname}${u.search}` };
+      }
+      case 'otherScheme':
+        return { ...pagination, nextPage: `https://${u.host}${u.pathname}${u.search}` };
+      case 'otherPort': {
+        const port = rule.port ?? (Number(u.port) === 65535 ? 1024 : Number(u.port) + 1);
+        return { ...pagination, nextPage: `${u.protocol}//${u.hostname}:${port}${u.pathname}${u.search}` };
+      }
+      case 'userInfo':
+        return { ...pagination, nextPage: `${u.protocol}//user:pass@${u.host}${u.pathname}${u.search}` };
+      case 'relative':
+        return { ...pagination, nextPage: `${u.pathname}${u.search}` };
+      case 'unchanged':
+        return { nextPage: page.requestUrl, hasNextPage: true };
+      case 'cycle':
+        return { nextPage: this.earlierUrl(page) ?? this.cursorUrl(page.filter, 0, page.limit), hasNextPage: true };
+      case 'oversizedUrl':
+        return { ...pagination, nextPage: `${page.nextPage}&pad=${'x'.repeat(rule.size ?? 100_000)}` };
+      case 'longCycle':
+        this.specialSerial++;
+        return { nextPage: this.cycleUrl(this.specialSerial, 0, rule.length ?? 3), hasNextPage: true };
+      default:
+        return pagination;
+    }
+  }
+
+  /** The latest URL requested before with the same filter as `page`, other than `page`'s own. */
+  private earlierUrl(page: PageModel): string | undefined {
+    for (let i = this.history.length - 1; i >= 0; i--) {
+      const h = this.history[i]!;
+      if (h.filterKey === page.filterKey && h.url !== page.requestUrl) return h.url;
+    }
+    return undefined;
   }
 }

@@ -9,33 +9,11 @@
 import { COMMENT_UPDATED, PATIENT_CREATED, REFERRAL_ACKNOWLEDGED, STATUS_CHANGED, SUBJECT_ID_UPDATED } from './eventTypes.js';
 import { Rng } from './prng.js';
 import type { TrialSite } from './sites.js';
-import { clamp, DAY, days, HOUR, iso, MIN, type Draft } from './storyCommon.js';
+import { clamp, DAY, days, HOUR, iso, MIN, type Draft, type PatientStory } from './storyCommon.js';
 import { contactAttempts } from './storyContacts.js';
 import type { Role } from './storyRoles.js';
 import { statusHistory } from './storyStatuses.js';
 
-/** A patient while its story is told: who, where now, and how to emit its events. */
-export interface PatientStory {
-  /** The patient's main random stream. */
-  readonly rng: Rng;
-  /** Its drift stream (subject-id and comment updates), apart so drift leaves the rest unchanged. */
-  readonly drng: Rng;
-  readonly role: Role | undefined;
-  /** 0-based trial index. */
-  readonly trialIndex: number;
-  readonly trialId: string;
-  readonly referralSubjectId: string;
-  /** `createdTime` of the referral, epoch ms. */
-  readonly createdAt: number;
-  /** The site of the patient's next events (changes once for role `severalSites`). */
-  site: TrialSite;
-  /** The latest domain time so far, epoch ms. */
-  lastDomain: number;
-  /** Emits an event of `type` at domain time `domainAt` (ms), published after a random lag plus `extraLag` ms. */
-  emit(type: string, domainAt: number, message: Record<string, unknown>, extraLag?: number): Draft;
-  /** `{ siteId, trialId, referralSubjectId }` of the current site, in that key order. */
-  ids(): Record<string, unknown>;
-}
 
 /** Inputs of {@link tellPatient}. */
 export interface PatientInput {

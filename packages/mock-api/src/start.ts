@@ -1,22 +1,13 @@
 /**
- * The simulator of the upstream API (`mock-api`): a local server faithful to
- * the upstream API as docs/upstream.md describes it, serving deterministic recruitment data with a ground truth
- * for tests and runtime fault injection.
- *
- * ```ts
- * const api = await startMockApi({ seed: 7, releaseFraction: 0.5 });
- * // api.baseUrl, `${api.authUrl}/oauth/token`, api.options.clientId / clientSecret / audience
- * api.grow(100);                       // release 100 more events
- * api.faults.add({ endpoint: 'events', kind: 'status', code: 503, times: 3 });
- * await api.close();
- * ```
+ * `startMockApi`: generates the data set (the story, or synthetic events) and starts the
+ * simulator's server (docs/upstream.md "Tokens", "Site list", "Reading the stream").
  *
  * @module
  */
-import { ConfigError } from '../errors.js';
-import { silentLogger } from '../log/logger.js';
+import { ConfigError } from './errors.js';
+import { silentLogger } from './logger.js';
 import { EventStore } from './eventStore.js';
-import { FaultRegistry, parseFaultSpec, validateFaultRule, type FaultController, type FaultRule } from './faults.js';
+import { FaultRegistry, validateFaultRule, type FaultController, type FaultRule } from './faults.js';
 import { JwtVerifier } from './jwtIssuer.js';
 import { Rng } from './prng.js';
 import { MockApiOptionsSchema, type MockApiOptions, type ResolvedMockApiOptions } from './options.js';
@@ -24,29 +15,8 @@ import { MockServer, type MockApiStats, type ServerSettings } from './server.js'
 import { generateTrialSites, trialIdOf, type TrialSite } from './sites.js';
 import { generateStory } from './story.js';
 import { generateSynthetic } from './synthetic.js';
-import { deriveTruth, expectedEvents, type ExpectedEventsFilter } from './truth.js';
+import { deriveTruth } from './truth.js';
 import type { GroundTruth, SiteRecord, TruthContactAttempt, TruthEvent, TruthPatient } from './types.js';
-
-export { badToken } from './tokenEndpoint.js';
-export { expectedEvents, MockApiOptionsSchema, parseFaultSpec, validateFaultRule };
-export type { ExpectedEventsFilter, FaultController, FaultRule, MockApiOptions, MockApiStats, ResolvedMockApiOptions };
-export type { BadTokenVariant, FaultEndpoint, FaultKind, FiredFault, NextPageVariant, PendingFault } from './faults.js';
-export type { RequestLogEntry } from './server.js';
-export type { EdgeCase, GroundTruth, SiteRecord, TruthContactAttempt, TruthEvent, TruthPatient, TruthStatus } from './types.js';
-export {
-  COMMENT_UPDATED,
-  CONTACT_ATTEMPT_CREATED,
-  CONTACT_ATTEMPT_TYPES,
-  DEFAULT_EVENT_TYPES,
-  KNOWN_OUTCOMES,
-  KNOWN_STATUSES,
-  PATIENT_CONTACT_ATTEMPT_CREATED,
-  PATIENT_CREATED,
-  PATIENT_CREATED_V2,
-  REFERRAL_ACKNOWLEDGED,
-  STATUS_CHANGED,
-  SUBJECT_ID_UPDATED,
-} from './eventTypes.js';
 
 /** A running simulator. */
 export interface MockApi {
@@ -134,6 +104,73 @@ class Truth implements GroundTruth {
   }
 }
 
+/** The generated data set: the event store, and the story's events when there is a story. */
+interface DataSet {
+  store: EventStore;
+  /** The story's events (the ground truth); undefined for synthetic events, parsed lazily. */
+  truthEvents: TruthEvent[] | undefined;
+  trialIds: string[];
+  trialSites: Record<string, TrialSite[]>;
+}
+
+/** `opts.syntheticEvents` pre-rendered synthetic events over generated trials and sites. */
+function syntheticData(opts: ResolvedMockApiOptions, count: number): DataSet {
+  const trialIds: string[] = [];
+  const trialSites: Record<string, TrialSite[]> = {};
+  for (let t = 0; t < opts.trials; t++) {
+    const id = trialIdOf(t + 1);
+    trialIds.push(id);
+    trialSites[id] = generateTrialSites(new Rng(opts.seed, 100 + t), t + 1, opts.sitesPerTrial);
+  }
+  const store = new EventStore(opts.seed, count);
+  generateSynthetic(store, {
+    seed: opts.seed,
+    count,
+    trialIds,
+    sites: trialSites,
+    startTimeMs: Date.parse(opts.startTime),
+    ...(opts.syntheticLateTail !== undefined ? { lateTail: opts.syntheticLateTail } : {}),
+  });
+  return { store, truthEvents: undefined, trialIds, trialSites };
+}
+
+/** The story (patients, statuses, contact attempts) rendered into an event store. */
+function storyData(opts: ResolvedMockApiOptions): DataSet {
+  const story = generateStory({
+    seed: opts.seed,
+    trials: opts.trials,
+    sitesPerTrial: opts.sitesPerTrial,
+    patientsPerTrial: opts.patientsPerTrial,
+    startTimeMs: Date.parse(opts.startTime),
+    drift: opts.drift,
+  });
+  const store = new EventStore(opts.seed, story.events.length);
+  for (const t of story.trialIds) store.trialIdx(t);
+  for (const ev of story.events) store.append(JSON.stringify(ev.envelope), store.typeIdx(ev.eventType), store.trialIdx(ev.trialId));
+  return { store, truthEvents: story.events, trialIds: story.trialIds, trialSites: story.sites };
+}
+
+/** The data set `opts` asks for: synthetic events when `syntheticEvents` is set, else the story. */
+function generateData(opts: ResolvedMockApiOptions): DataSet {
+  return opts.syntheticEvents !== undefined ? syntheticData(opts, opts.syntheticEvents) : storyData(opts);
+}
+
+/** The server's settings from the resolved options (`tokenLifetimeSeconds` changes at run time). */
+function serverSettings(opts: ResolvedMockApiOptions): ServerSettings {
+  return {
+    host: opts.host,
+    port: opts.port,
+    clientId: opts.clientId,
+    clientSecret: opts.clientSecret,
+    audience: opts.audience,
+    tokenLifetimeSeconds: opts.tokenLifetimeSeconds,
+    defaultLimit: opts.defaultLimit,
+    maxLimit: opts.maxLimit,
+    micrositeId: opts.micrositeId,
+    allowedOrigins: opts.allowedOrigins,
+  };
+}
+
 /**
  * Generates the data set and starts the simulator (docs/upstream.md "Tokens", "Site list", "Reading the stream": `POST /oauth/token`,
  * `GET /microsites-api/v1/:micrositeId/sites/:trialId`, `GET /rpi/events`).
@@ -151,52 +188,13 @@ class Truth implements GroundTruth {
  * @throws ConfigError when an option is invalid
  * @returns the running simulator; call `close()` when done
  */
-// eslint-disable-next-line max-lines-per-function -- the simulator's: split when it moves to a package of its own
 export async function startMockApi(options: MockApiOptions = {}): Promise<MockApi> {
   const opts = resolveOptions(options);
   const logger = options.logger ?? silentLogger();
   const now = options.now ?? Date.now;
-  const startMs = Date.parse(opts.startTime);
   const faultRules = (options.faults ?? []).map(validateFaultRule);
-
-  let store: EventStore;
-  let truthEvents: TruthEvent[] | undefined;
-  let trialIds: string[];
-  let trialSites: Record<string, TrialSite[]>;
   const t0 = performance.now();
-  if (opts.syntheticEvents !== undefined) {
-    trialIds = [];
-    trialSites = {};
-    for (let t = 0; t < opts.trials; t++) {
-      const id = trialIdOf(t + 1);
-      trialIds.push(id);
-      trialSites[id] = generateTrialSites(new Rng(opts.seed, 100 + t), t + 1, opts.sitesPerTrial);
-    }
-    store = new EventStore(opts.seed, opts.syntheticEvents);
-    generateSynthetic(store, {
-      seed: opts.seed,
-      count: opts.syntheticEvents,
-      trialIds,
-      sites: trialSites,
-      startTimeMs: startMs,
-      ...(opts.syntheticLateTail !== undefined ? { lateTail: opts.syntheticLateTail } : {}),
-    });
-  } else {
-    const story = generateStory({
-      seed: opts.seed,
-      trials: opts.trials,
-      sitesPerTrial: opts.sitesPerTrial,
-      patientsPerTrial: opts.patientsPerTrial,
-      startTimeMs: startMs,
-      drift: opts.drift,
-    });
-    trialIds = story.trialIds;
-    trialSites = story.sites;
-    truthEvents = story.events;
-    store = new EventStore(opts.seed, story.events.length);
-    for (const t of trialIds) store.trialIdx(t);
-    for (const ev of story.events) store.append(JSON.stringify(ev.envelope), store.typeIdx(ev.eventType), store.trialIdx(ev.trialId));
-  }
+  const { store, truthEvents, trialIds, trialSites } = generateData(opts);
   const sites: Record<string, SiteRecord[]> = {};
   for (const t of trialIds) sites[t] = (trialSites[t] ?? []).map((s) => s.record);
 
@@ -207,18 +205,7 @@ export async function startMockApi(options: MockApiOptions = {}): Promise<MockAp
     return n;
   };
 
-  const settings: ServerSettings = {
-    host: opts.host,
-    port: opts.port,
-    clientId: opts.clientId,
-    clientSecret: opts.clientSecret,
-    audience: opts.audience,
-    tokenLifetimeSeconds: opts.tokenLifetimeSeconds,
-    defaultLimit: opts.defaultLimit,
-    maxLimit: opts.maxLimit,
-    micrositeId: opts.micrositeId,
-    allowedOrigins: opts.allowedOrigins,
-  };
+  const settings = serverSettings(opts);
   let server: MockServer | undefined;
   const verifier = opts.trustedIssuer !== undefined ? await JwtVerifier.load(opts.trustedIssuer, opts.audience, now) : undefined;
   const faults = new FaultRegistry({
@@ -260,5 +247,3 @@ export async function startMockApi(options: MockApiOptions = {}): Promise<MockAp
   };
 }
 
-export { MOCK_API_FAULT_HELP, MOCK_API_FLAGS, MOCK_API_USAGE, mockApiOptionsFromFlags } from './mockApiFlags.js';
-export type { MockApiFlag, MockApiFlagValues } from './mockApiFlags.js';

@@ -9,7 +9,7 @@
  * @module
  */
 import { createLocalJWKSet, jwtVerify, type JSONWebKeySet, type JWTVerifyGetKey } from 'jose';
-import { ConfigError } from '../errors.js';
+import { ConfigError } from './errors.js';
 
 /** The token server whose JWTs the simulator accepts. */
 export interface TrustedIssuer {

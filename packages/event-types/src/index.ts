@@ -1,5 +1,8 @@
 /**
- * Event type names used by the simulator (docs/upstream.md "Event types and messages", "Versioning and open sets"; docs/domain.md).
+ * The names of the upstream API's event types (docs/upstream.md "Event types and messages",
+ * "Versioning and open sets"; docs/domain.md), shared by the job (its default `--event-type`
+ * list, docs/contracts.md "Options") and the simulator (packages/mock-api), so that neither
+ * imports the other.
  *
  * @module
  */
@@ -24,31 +27,8 @@ export const COMMENT_UPDATED = 'v1.patient.commentUpdated';
 /** Both contact-attempt spellings (docs/upstream.md "Event types and messages": "both spellings occur"). */
 export const CONTACT_ATTEMPT_TYPES: readonly string[] = [CONTACT_ATTEMPT_CREATED, PATIENT_CONTACT_ATTEMPT_CREATED];
 
-/** The job's default `--event-type` list (docs/contracts.md "Options"), defined once in the config. */
-export { DEFAULT_EVENT_TYPES } from '../config/config.js';
-
-/** Status values documented by the vendor (docs/domain.md "Where the events come from"); anything else is "unknown" for the truth. */
-export const KNOWN_STATUSES: readonly string[] = [
-  'potentialCandidate',
-  'preScreening',
-  'firstVisitScheduled',
-  'inScreening',
-  'enrolled',
-  'preScreenFailure',
-  'screenFailure',
-  'discontinued',
-  'archive',
-  'completed',
-];
-
-/** Contact-attempt outcomes the simulator treats as known (docs/domain.md "The funnel": the outcomes of seed_contact_outcomes). */
-export const KNOWN_OUTCOMES: readonly string[] = [
-  'noAnswer',
-  'leftVoicemail',
-  'reached',
-  'appointmentScheduled',
-  'notInterested',
-  'wrongNumber',
-  'disconnectedNumber',
-  'requestedCallBack',
-];
+/**
+ * Default event types (docs/contracts.md "Options"): the three patient types and both
+ * contact-attempt spellings, since the API leaves the name unresolved (docs/domain.md).
+ */
+export const DEFAULT_EVENT_TYPES: readonly string[] = [PATIENT_CREATED, REFERRAL_ACKNOWLEDGED, STATUS_CHANGED, CONTACT_ATTEMPT_CREATED, PATIENT_CONTACT_ATTEMPT_CREATED];

@@ -17,7 +17,7 @@
  *
  * @module
  */
-import { ConfigError } from '../errors.js';
+import { ConfigError } from './errors.js';
 
 /** The endpoint a rule applies to: `/rpi/events`, `/oauth/token` or the site list. */
 export type FaultEndpoint = 'events' | 'token' | 'sites';
@@ -308,31 +308,18 @@ const MAIN_PARAM: Partial<Record<FaultKind, keyof FaultRule>> = {
 
 const isNonNegInt = (v: unknown): boolean => typeof v === 'number' && Number.isInteger(v) && v >= 0;
 
-/**
- * Validates a rule and fills defaults.
- *
- * @throws ConfigError naming the problem
- */
-// eslint-disable-next-line complexity -- the simulator's: split when it moves to a package of its own: one check per fault kind
-export function validateFaultRule(rule: FaultRule): FaultRule {
-  const bad = (why: string): never => {
-    throw new ConfigError(`invalid fault rule (${rule.endpoint}:${rule.kind}): ${why}`);
-  };
-  if (!ENDPOINTS.includes(rule.endpoint)) bad(`endpoint must be one of ${ENDPOINTS.join(', ')}`);
-  const phase = FAULT_PHASE[rule.kind];
-  if (phase === undefined) bad(`unknown kind; one of ${Object.keys(FAULT_PHASE).join(', ')}`);
-  const endpoints = KIND_ENDPOINTS[rule.kind];
-  if (endpoints !== undefined && !endpoints.includes(rule.endpoint)) bad(`this kind applies to the ${endpoints.join(' and ')} endpoint only`);
-  const times = rule.times ?? (FOREVER_KINDS.has(rule.kind) ? Infinity : 1);
-  if (!(times === Infinity || (Number.isInteger(times) && times >= 1))) bad('times must be a positive integer or Infinity');
-  const after = rule.after ?? 0;
-  if (!isNonNegInt(after)) bad('after must be a non-negative integer');
-  const out: FaultRule = { ...rule, times, after };
+/** The parameters of a `status` fault: an HTTP status code, and a `Retry-After` value if any. */
+function checkStatusFault(rule: FaultRule, bad: (why: string) => never): void {
+  if (typeof rule.code !== 'number' || !Number.isInteger(rule.code) || rule.code < 100 || rule.code > 599) bad('code must be an HTTP status 100-599');
+  if (rule.retryAfter !== undefined && !(isNonNegInt(rule.retryAfter) || (typeof rule.retryAfter === 'string' && rule.retryAfter.length > 0)))
+    bad('retryAfter must be seconds (integer) or an HTTP-date');
+}
+
+/** The parameters of a fault on the response (status, timing, body, token): `bad` throws. */
+function checkResponseFault(rule: FaultRule, out: FaultRule, bad: (why: string) => never): void {
   switch (rule.kind) {
     case 'status':
-      if (typeof rule.code !== 'number' || !Number.isInteger(rule.code) || rule.code < 100 || rule.code > 599) bad('code must be an HTTP status 100-599');
-      if (rule.retryAfter !== undefined && !(isNonNegInt(rule.retryAfter) || (typeof rule.retryAfter === 'string' && rule.retryAfter.length > 0)))
-        bad('retryAfter must be seconds (integer) or an HTTP-date');
+      checkStatusFault(rule, bad);
       break;
     case 'latency':
       if (!isNonNegInt(rule.ms)) bad('ms must be a non-negative integer');
@@ -345,6 +332,24 @@ export function validateFaultRule(rule: FaultRule): FaultRule {
     case 'oversized':
       if (rule.size !== undefined && !(isNonNegInt(rule.size) && rule.size >= 1024)) bad('size must be an integer ≥ 1024');
       break;
+    case 'drip':
+      if (rule.ms !== undefined && !(isNonNegInt(rule.ms) && rule.ms >= 1)) bad('ms must be a positive integer');
+      out.ms = rule.ms ?? 5000;
+      break;
+    case 'badToken':
+      if (rule.variant === undefined || !(TOKEN_VARIANTS as readonly string[]).includes(rule.variant)) bad(`variant must be one of ${TOKEN_VARIANTS.join(', ')}`);
+      break;
+    case 'tokenLifetime':
+      if (typeof rule.seconds !== 'number' || !Number.isInteger(rule.seconds) || rule.seconds < 1) bad('seconds must be a positive integer');
+      break;
+    default:
+      break;
+  }
+}
+
+/** The parameters of a fault on the events page (its events or its pagination), defaults into `out`: `bad` throws. */
+function checkPageFault(rule: FaultRule, out: FaultRule, bad: (why: string) => never): void {
+  switch (rule.kind) {
     case 'nextPage':
       if (rule.variant === undefined || !(VARIANTS as readonly string[]).includes(rule.variant)) bad(`variant must be one of ${VARIANTS.join(', ')}`);
       if (rule.port !== undefined && !(isNonNegInt(rule.port) && rule.port <= 65535)) bad('port must be 0-65535');
@@ -360,19 +365,32 @@ export function validateFaultRule(rule: FaultRule): FaultRule {
     case 'padEvents':
       if (!(isNonNegInt(rule.bytes) && rule.bytes! >= 1)) bad('bytes must be a positive integer');
       break;
-    case 'drip':
-      if (rule.ms !== undefined && !(isNonNegInt(rule.ms) && rule.ms >= 1)) bad('ms must be a positive integer');
-      out.ms = rule.ms ?? 5000;
-      break;
-    case 'badToken':
-      if (rule.variant === undefined || !(TOKEN_VARIANTS as readonly string[]).includes(rule.variant)) bad(`variant must be one of ${TOKEN_VARIANTS.join(', ')}`);
-      break;
-    case 'tokenLifetime':
-      if (typeof rule.seconds !== 'number' || !Number.isInteger(rule.seconds) || rule.seconds < 1) bad('seconds must be a positive integer');
-      break;
     default:
       break;
   }
+}
+
+/**
+ * Validates a rule and fills defaults.
+ *
+ * @throws ConfigError naming the problem
+ */
+export function validateFaultRule(rule: FaultRule): FaultRule {
+  const bad = (why: string): never => {
+    throw new ConfigError(`invalid fault rule (${rule.endpoint}:${rule.kind}): ${why}`);
+  };
+  if (!ENDPOINTS.includes(rule.endpoint)) bad(`endpoint must be one of ${ENDPOINTS.join(', ')}`);
+  const phase = FAULT_PHASE[rule.kind];
+  if (phase === undefined) bad(`unknown kind; one of ${Object.keys(FAULT_PHASE).join(', ')}`);
+  const endpoints = KIND_ENDPOINTS[rule.kind];
+  if (endpoints !== undefined && !endpoints.includes(rule.endpoint)) bad(`this kind applies to the ${endpoints.join(' and ')} endpoint only`);
+  const times = rule.times ?? (FOREVER_KINDS.has(rule.kind) ? Infinity : 1);
+  if (!(times === Infinity || (Number.isInteger(times) && times >= 1))) bad('times must be a positive integer or Infinity');
+  const after = rule.after ?? 0;
+  if (!isNonNegInt(after)) bad('after must be a non-negative integer');
+  const out: FaultRule = { ...rule, times, after };
+  checkResponseFault(rule, out, bad);
+  checkPageFault(rule, out, bad);
   if (rule.url !== undefined) {
     try {
       new URL(rule.url);

@@ -4,6 +4,8 @@
  * @module
  */
 import type { Rng } from './prng.js';
+import type { TrialSite } from './sites.js';
+import type { Role } from './storyRoles.js';
 
 /** One event of the story before publication: its type, message and publication time. */
 export interface Draft {
@@ -39,3 +41,26 @@ export function workTime(rng: Rng, ms: number, notBefore: number): number {
 
 /** A random span of `lo`..`hi` days at hour resolution plus 0–59 minutes, in ms. */
 export const days = (rng: Rng, lo: number, hi: number): number => rng.int(lo * 24, hi * 24) * HOUR + rng.int(0, 59) * MIN;
+
+/** A patient while its story is told: who, where now, and how to emit its events. */
+export interface PatientStory {
+  /** The patient's main random stream. */
+  readonly rng: Rng;
+  /** Its drift stream (subject-id and comment updates), apart so drift leaves the rest unchanged. */
+  readonly drng: Rng;
+  readonly role: Role | undefined;
+  /** 0-based trial index. */
+  readonly trialIndex: number;
+  readonly trialId: string;
+  readonly referralSubjectId: string;
+  /** `createdTime` of the referral, epoch ms. */
+  readonly createdAt: number;
+  /** The site of the patient's next events (changes once for role `severalSites`). */
+  site: TrialSite;
+  /** The latest domain time so far, epoch ms. */
+  lastDomain: number;
+  /** Emits an event of `type` at domain time `domainAt` (ms), published after a random lag plus `extraLag` ms. */
+  emit(type: string, domainAt: number, message: Record<string, unknown>, extraLag?: number): Draft;
+  /** `{ siteId, trialId, referralSubjectId }` of the current site, in that key order. */
+  ids(): Record<string, unknown>;
+}
