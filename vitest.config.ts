@@ -25,6 +25,7 @@ const SLOW = [
   'test/**/*{dbt,Dbt}*.test.ts', // dbt-duckdb from the project's .venv
   'test/integration/transform/incremental.test.ts', // property test: random splits of a stream
   'test/integration/deploy/install.test.ts', // deploy/install.sh into scratch roots
+  'test/integration/deploy/image.test.ts', // the image's install replayed: npm ci --omit=dev from the cache
   // Over 40 s each in one run of the first two tiers with 8 other jobs on the 2 cores (load 22;
   // 19-32 s each when run alone at load 7-12): the built CLI run again and again against the
   // simulator. A file that grows past that joins this list.
