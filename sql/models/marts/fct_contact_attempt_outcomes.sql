@@ -53,7 +53,7 @@ distinct_outcomes as (
 
 final as (
     select
-        md5(json_array(distinct_outcomes.contact_attempt_id, distinct_outcomes.contact_attempt_outcome)::varchar)
+        {{ surrogate_key(['distinct_outcomes.contact_attempt_id', 'distinct_outcomes.contact_attempt_outcome']) }}
             as contact_attempt_outcome_id,
         distinct_outcomes.contact_attempt_id,
         {{ patient_key('attempt_owners.owner.trial_id', 'attempt_owners.owner.referral_subject_id') }}
