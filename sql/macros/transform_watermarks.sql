@@ -12,7 +12,7 @@ delete from etl.transform_watermarks;
 insert into etl.transform_watermarks
 select events.stream_id, max(events.stream_position), any_value(streams.stream_rank)
 from raw.events as events
-inner join "{{ target.schema }}".stg_streams as streams
+inner join "{{ target.schema }}".int_stream_ranks as streams
     on events.stream_id = streams.stream_id
 group by events.stream_id;
 {%- endif -%}

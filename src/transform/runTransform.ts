@@ -315,7 +315,7 @@ async function readDq(wh: Warehouse, schema: string): Promise<DqCount[]> {
 }
 
 /** The model whose table gives each stream's rank in staging's delivery order (docs/incremental.md). */
-const STREAM_RANKS_MODEL = 'stg_streams';
+const STREAM_RANKS_MODEL = 'int_stream_ranks';
 
 /**
  * A digest of everything the models are built from besides the data: the compiled SQL,

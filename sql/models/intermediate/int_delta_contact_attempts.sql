@@ -11,7 +11,7 @@ delta_patients as (
 ),
 
 attempt_events as (
-    select * from {{ ref('stg_contact_attempts') }}
+    select * from {{ ref('int_contact_attempts') }}
     where has_required_fields
 ),
 

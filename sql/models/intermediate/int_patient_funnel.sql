@@ -24,7 +24,7 @@ status_history as (
 ),
 
 referral_acknowledgements as (
-    select * from {{ ref('stg_referral_acknowledgements') }} as source_rows
+    select * from {{ ref('int_referral_acknowledgements') }} as source_rows
     where has_required_fields
     {% if is_incremental() %}
         and (source_rows.trial_id, source_rows.referral_subject_id) in (

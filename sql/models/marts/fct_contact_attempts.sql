@@ -9,7 +9,7 @@
 with
 
 contact_attempt_events as (
-    select * from {{ ref('stg_contact_attempts') }}
+    select * from {{ ref('int_contact_attempts') }}
     where has_required_fields
     {% if is_incremental() %}
     and contact_attempt_id in (select contact_attempt_id from {{ ref('int_delta_contact_attempts') }})

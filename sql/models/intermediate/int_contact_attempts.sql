@@ -9,7 +9,7 @@
 with
 
 events as (
-    select * from {{ ref('stg_events') }}
+    select * from {{ ref('int_events_deduplicated') }}
     where entity = 'contact_attempt'
     {% if is_incremental() %}
         -- by event_seq, not event_id: docs/incremental.md "Delta filters"
