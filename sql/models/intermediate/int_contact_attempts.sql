@@ -1,92 +1,148 @@
--- One row per contact-attempt event, both spellings (v1.contactAttempt.created and
--- v1.patient.contactAttempt.created) in one model. Several events may share one
--- contact_attempt_id; fct_contact_attempts makes them one attempt.
+-- One row per contact_attempt_id, however many events (and spellings) carried it: the
+-- attempt's facts from its first event, outcomes from all of them, its number per patient.
+-- fct_contact_attempts is its exported view.
 
-{{ config(materialized='incremental', unique_key='event_id', incremental_strategy='delete+insert') }}
+{{ config(materialized='incremental', unique_key='contact_attempt_id', incremental_strategy='delete+insert') }}
 -- dbt sees refs inside is_incremental() blocks only when named here (docs/incremental.md "dbt").
--- depends_on: {{ ref('int_delta_event_seqs') }}
+-- depends_on: {{ ref('int_delta_contact_attempts') }}
+-- depends_on: {{ ref('int_delta_patients') }}
 
 with
 
-events as (
-    select * from {{ ref('int_events_deduplicated') }}
-    where entity = 'contact_attempt'
+contact_attempt_events as (
+    select * from {{ ref('int_contact_attempt_events') }}
+    where has_required_fields
     {% if is_incremental() %}
-        -- by event_seq, not event_id: docs/incremental.md "Delta filters"
-        and event_seq in (select event_seq from {{ ref('int_delta_event_seqs') }})
+    and contact_attempt_id in (select contact_attempt_id from {{ ref('int_delta_contact_attempts') }})
     {% endif %}
 ),
 
-extracted as (
+attempt_outcomes as (
+    select * from {{ ref('int_contact_attempt_outcomes') }}
+    {% if is_incremental() %}
+    where contact_attempt_id in (select contact_attempt_id from {{ ref('int_delta_contact_attempts') }})
+    {% endif %}
+),
+
+patients as (
+    select * from {{ ref('int_patients') }}
+    {% if is_incremental() %}
+    where patient_key in (select patient_key from {{ ref('int_delta_patients') }})
+    {% endif %}
+),
+
+attempt_events as (
+    -- One hash aggregate: the facts of the first event (event order) and the deliveries.
     select
-        event_id,
-        event_type,
-        event_seq,
-        stream_id,
-        stream_position,
-        published_at,
-        extracted_at,
-        trial_id,
-        referral_subject_id,
-        site_id,
         contact_attempt_id,
-        contact_attempt_date_text,
-        created_time,
-        case
-            when json_type(contact_attempt_outcomes_json) = 'ARRAY'
-                then list_filter(
-                    json_extract_string(contact_attempt_outcomes_json, '$[*]'),
-                    lambda outcome: outcome is not null
-                )
-        end as contact_attempt_outcomes,
-    from events
+        arg_min(
+            {
+                'trial_id': trial_id,
+                'referral_subject_id': referral_subject_id,
+                'site_id': site_id,
+                'contact_attempt_date': contact_attempt_date,
+                'created_at': created_at,
+                'event_id': event_id,
+            },
+            event_seq
+        ) as first_event,
+        count(*) as event_count,
+        list_sort(list_distinct(list(event_type))) as event_types,
+        min(event_seq) as first_event_seq,
+    from contact_attempt_events
+    group by contact_attempt_id
 ),
 
-typed as (
+first_events as (
     select
-        *,
-        {{ utc_timestamp('created_time') }} as created_at,
-        coalesce(
-            try_cast(contact_attempt_date_text as date),
-            try_cast(left(contact_attempt_date_text, 10) as date)
-        ) as parsed_contact_attempt_date,
-    from extracted
+        contact_attempt_id,
+        first_event.trial_id,
+        first_event.referral_subject_id,
+        first_event.site_id,
+        first_event.contact_attempt_date,
+        first_event.created_at,
+        first_event.event_id,
+        event_count,
+        event_types,
+        first_event_seq,
+    from attempt_events
 ),
 
-bounded as (
-    -- a date outside 1900–2199 is not a usable date (docs/models.md "Time")
+outcome_summary as (
+    -- Lists in outcome order: sort (order, value) pairs, cheaper than an ordered aggregate.
     select
-        *,
+        contact_attempt_id,
+        list_transform(
+            list_sort(list({'outcome_order': outcome_order, 'outcome': contact_attempt_outcome})),
+            lambda entry: entry.outcome
+        ) as contact_attempt_outcomes,
+        count(*) as outcome_count,
+        count(*) filter (where is_mapped) as mapped_outcome_count,
+        bool_or(is_reached) as any_reached,
+        list_transform(
+            list_sort(
+                list({'outcome_order': outcome_order, 'outcome': contact_attempt_outcome})
+                    filter (where not is_mapped)
+            ),
+            lambda entry: entry.outcome
+        ) as unmapped_outcomes,
+    from attempt_outcomes
+    group by contact_attempt_id
+),
+
+joined as (
+    select
+        first_events.contact_attempt_id,
+        {{ patient_key('first_events.trial_id', 'first_events.referral_subject_id') }} as patient_key,
+        first_events.trial_id,
+        first_events.referral_subject_id,
+        first_events.site_id,
+        first_events.contact_attempt_date,
+        first_events.created_at,
+        first_events.event_id as first_event_id,
+        first_events.event_count,
+        first_events.event_types,
+        first_events.first_event_seq,
+        coalesce(outcome_summary.contact_attempt_outcomes, []::varchar[]) as contact_attempt_outcomes,
+        coalesce(outcome_summary.outcome_count, 0) as outcome_count,
+        coalesce(outcome_summary.unmapped_outcomes, []::varchar[]) as unmapped_outcomes,
+        -- Tri-state: true when a mapped outcome means reached, false when mapped outcomes
+        -- exist and none does, null when no outcome is known or all are unmapped.
         case
-            when parsed_contact_attempt_date >= date '1900-01-01'
-                and parsed_contact_attempt_date < date '2200-01-01'
-                then parsed_contact_attempt_date
-        end as contact_attempt_date,
-    from typed
+            when outcome_summary.any_reached then true
+            when outcome_summary.mapped_outcome_count > 0 then false
+        end as is_reached,
+        cast(patients.referral_at as date) as referral_date,
+    from first_events
+    left join outcome_summary
+        on first_events.contact_attempt_id = outcome_summary.contact_attempt_id
+    left join patients
+        on first_events.trial_id = patients.trial_id
+        and first_events.referral_subject_id = patients.referral_subject_id
 ),
 
 final as (
     select
-        event_id,
-        event_type,
         contact_attempt_id,
+        patient_key,
         trial_id,
         referral_subject_id,
         site_id,
+        row_number() over (
+            partition by patient_key
+            order by contact_attempt_date, created_at nulls last, first_event_seq
+        ) as attempt_number,
         contact_attempt_date,
         created_at,
-        coalesce(contact_attempt_outcomes, []::varchar[]) as contact_attempt_outcomes,
-        cast(contact_attempt_date as timestamp) as domain_at,
-        published_at,
-        extracted_at,
-        event_seq,
-        stream_id,
-        stream_position,
-        contact_attempt_id is not null
-            and trial_id is not null
-            and referral_subject_id is not null
-            and contact_attempt_date is not null as has_required_fields,
-    from bounded
+        date_diff('day', referral_date, contact_attempt_date) as days_since_referral,
+        contact_attempt_outcomes,
+        outcome_count,
+        unmapped_outcomes,
+        is_reached,
+        event_count,
+        event_types,
+        first_event_id,
+    from joined
 )
 
 select * from final

@@ -1,5 +1,5 @@
 -- The event_seq of every event of int_delta_events in int_events_deduplicated
--- (docs/incremental.md "Delta filters"). The typed event models (int_patients_created, …)
+-- (docs/incremental.md "Delta filters"). The typed event models (int_patient_created_events, …)
 -- pick their delta rows by this integer, not by event_id: int_events_deduplicated is written
 -- in event_seq order, so DuckDB skips its row groups outside the delta's range instead of
 -- reading every row of an entity to compare ids.

@@ -40,7 +40,7 @@ staged_keys as (
 
 touched_attempts as (
     select distinct contact_attempt_id
-    from {{ ref('int_contact_attempts') }}
+    from {{ ref('int_contact_attempt_events') }}
     where event_seq in (select event_seq from {{ ref('int_delta_event_seqs') }})
         and contact_attempt_id is not null
 ),
@@ -49,7 +49,7 @@ attempt_keys as (
     select
         trial_id,
         referral_subject_id,
-    from {{ ref('int_contact_attempts') }}
+    from {{ ref('int_contact_attempt_events') }}
     where contact_attempt_id in (select contact_attempt_id from touched_attempts)
 ),
 

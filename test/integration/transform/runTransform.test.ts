@@ -107,7 +107,7 @@ describe('runTransform', () => {
     await wh.run(insertRawEventsSql(FIXTURE_EVENTS));
     const dir = join(tmp.dir, `data-error-${++n}`);
     cpSync(MODELS_DIR, dir, { recursive: true });
-    writeFileSync(join(dir, 'zz_cast.sql'), `select cast(referral_subject_id || '-SUBJ' as integer) as n from {{ ref('int_patients_created') }}`);
+    writeFileSync(join(dir, 'zz_cast.sql'), `select cast(referral_subject_id || '-SUBJ' as integer) as n from {{ ref('int_patient_created_events') }}`);
     const err = await runTransform(wh, { modelsDir: dir }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(TransformError);
     expect((err as Error).message).toBe('model zz_cast failed to build: Conversion Error on a value of the data (not quoted: it may be event payload)');
