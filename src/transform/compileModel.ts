@@ -98,6 +98,19 @@ function expandMacros(model: string, sql: string, macros: ReadonlyMap<string, Sq
   return out + sql.slice(pos);
 }
 
+/**
+ * The body of the project macro `name` called with `args`, as plain SQL: how the runner runs
+ * SQL that dbt runs too, from one text (the watermark: docs/incremental.md "dbt").
+ * @throws {TransformError} an unknown macro, wrong arguments, or Jinja left in the body
+ */
+export function renderMacro(name: string, args: readonly MacroArg[], macros: ReadonlyMap<string, SqlMacro>): string {
+  const macro = macros.get(name);
+  if (!macro) throw new TransformError(`macro ${name} is not defined in sql/macros`);
+  const sql = applyMacro(macro, args, `macro ${name}()`);
+  if (/\{\{|\{%|\{#/.test(sql)) throw new TransformError(`macro ${name}: its body uses Jinja the runner does not expand`);
+  return sql;
+}
+
 export type { Materialization };
 
 /** A model file compiled to plain DuckDB SQL. */

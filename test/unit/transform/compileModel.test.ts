@@ -3,7 +3,7 @@ import { TransformError } from '../../../src/errors.js';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { compileModel, loadMacros } from '../../../src/transform/compileModel.js';
+import { compileModel, loadMacros, renderMacro } from '../../../src/transform/compileModel.js';
 import { MACROS_DIR } from '../../../src/paths.js';
 
 describe('compileModel', () => {
@@ -143,6 +143,33 @@ describe('macro arguments (docs/models.md "Macros")', () => {
     expect(files.length).toBeGreaterThan(30);
     expect(files.filter((f) => /md5\(\s*json_array/.test(readFileSync(f, 'utf8')))).toEqual([]);
     expect(files.filter((f) => readFileSync(f, 'utf8').includes('surrogate_key(')).length).toBeGreaterThanOrEqual(7);
+  });
+});
+
+describe('the watermark SQL, one text for the runner and dbt (docs/incremental.md "dbt")', () => {
+  test('the runner runs the expanded transform_watermarks_sql macro', async () => {
+    const { watermarkSql } = await import('../../../src/transform/runTransform.js');
+    expect(watermarkSql('main')).toBe(
+      [
+        'delete from etl.transform_watermarks;',
+        'insert into etl.transform_watermarks',
+        'select events.stream_id, max(events.stream_position), any_value(streams.stream_rank)',
+        'from raw.events as events',
+        'inner join "main".int_stream_ranks as streams',
+        '    on events.stream_id = streams.stream_id',
+        'group by events.stream_id;',
+      ].join('\n'),
+    );
+    expect(() => watermarkSql('ma"in')).toThrow(TransformError);
+    expect(() => renderMacro('no_such_macro', [], loadMacros(MACROS_DIR))).toThrow(/not defined/);
+  });
+
+  test("dbt's on-run-end macro writes no SQL of its own: it calls the same macro", () => {
+    const hook = loadMacros(MACROS_DIR).get('save_transform_watermarks');
+    expect(hook?.params).toEqual(['results']);
+    expect(hook!.body).toMatch(/\{\{\s*transform_watermarks_sql\(target\.schema\)\s*\}\}/);
+    // outside its Jinja tags and the one call, nothing: no SQL text that could drift from the runner's
+    expect(hook!.body.replace(/\{%[\s\S]*?%\}/g, '').replace(/\{\{[^}]*\}\}/g, '').trim()).toBe('');
   });
 });
 
