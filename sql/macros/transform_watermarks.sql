@@ -23,7 +23,7 @@ group by events.stream_id;
 {%- set models = graph.nodes.values() | selectattr('resource_type', 'equalto', 'model') | list -%}
 {%- set built = results | selectattr('node.resource_type', 'equalto', 'model') | selectattr('status', 'equalto', 'success') | list -%}
 {%- if built | length == models | length -%}
-{{ transform_watermarks_sql(target.schema) }}
+{{ recruit_etl.transform_watermarks_sql(target.schema) }}
 {%- endif -%}
 {%- endif -%}
 {% endmacro %}

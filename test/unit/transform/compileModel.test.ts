@@ -167,7 +167,7 @@ describe('the watermark SQL, one text for the runner and dbt (docs/incremental.m
   test("dbt's on-run-end macro writes no SQL of its own: it calls the same macro", () => {
     const hook = loadMacros(MACROS_DIR).get('save_transform_watermarks');
     expect(hook?.params).toEqual(['results']);
-    expect(hook!.body).toMatch(/\{\{\s*transform_watermarks_sql\(target\.schema\)\s*\}\}/);
+    expect(hook!.body).toMatch(/\{\{\s*recruit_etl\.transform_watermarks_sql\(target\.schema\)\s*\}\}/);
     // outside its Jinja tags and the one call, nothing: no SQL text that could drift from the runner's
     expect(hook!.body.replace(/\{%[\s\S]*?%\}/g, '').replace(/\{\{[^}]*\}\}/g, '').trim()).toBe('');
   });
