@@ -1,7 +1,7 @@
 /**
  * Compile one SQL model file for DuckDB without dbt: the models use only
  * `{{ config(...) }}`, `{{ ref('name') }}`, `{{ source('schema', 'table') }}` (docs/models.md "Conventions") and
- * calls of the project's macros (`sql/macros`) with quoted arguments, so a few substitutions
+ * calls of the project's macros (`sql/macros`) with quoted arguments or lists of them, so a few substitutions
  * turn the dbt file into plain SQL.
  *
  * @module
