@@ -48,7 +48,11 @@ export interface CatalogModel {
   /** By the name's prefix; undefined for a name without a known prefix. */
   layer: ModelLayer | undefined;
   materialized: Materialization;
-  /** The columns an incremental model's rows are replaced by; only for `incremental`. */
+  /**
+   * `unique_key` of its config: the columns an incremental model's rows are replaced by, and
+   * the key publish merges an exported model by; a view may name one for publish only (the
+   * fct_ views over their int_ tables: docs/models.md "Layers"). Undefined when none is named.
+   */
   uniqueKey?: string[];
   /** Exported as Parquet and published to the lake ({@link isExportedModel}). */
   exported: boolean;
@@ -187,7 +191,7 @@ function readCatalog(dir: string): ModelCatalog {
       file,
       layer: layerOf(name),
       materialized: config.materialized,
-      ...(config.materialized === 'incremental' ? { uniqueKey: config.uniqueKey! } : {}),
+      ...(config.uniqueKey !== undefined && config.uniqueKey.length > 0 ? { uniqueKey: config.uniqueKey } : {}),
       exported: isExportedModel(name),
       description: descriptions.get(name) ?? '',
     };

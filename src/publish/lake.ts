@@ -356,7 +356,7 @@ export async function publishToLake(opts: PublishOptions): Promise<PublishResult
 /** What the transaction of a publish did (before the snapshot id is read and the views written). */
 type PublishDone = Omit<PublishResult, 'compacted' | 'durationMs'> & { unchanged: boolean };
 
-/** The incremental models' unique keys (the model catalog): those models are merged by key. */
+/** The unique keys of the model catalog (incremental models, and the fct_ views over int_ tables): those models are merged by key. */
 function incrementalKeys(): Map<string, readonly string[]> {
   return new Map(loadModelCatalog().models.flatMap((m) => (m.uniqueKey !== undefined && m.uniqueKey.length > 0 ? [[m.name, m.uniqueKey] as const] : [])));
 }

@@ -1,7 +1,7 @@
 /**
  * Compile one SQL model file for DuckDB without dbt: the models use only
  * `{{ config(...) }}`, `{{ ref('name') }}`, `{{ source('schema', 'table') }}` (docs/models.md "Conventions") and
- * calls of the project's macros (`sql/macros`) with quoted arguments, so a few substitutions
+ * calls of the project's macros (`sql/macros`) with quoted arguments or lists of them, so a few substitutions
  * turn the dbt file into plain SQL.
  *
  * @module
@@ -10,10 +10,11 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { type Materialization, parseModelConfig } from '../catalog/catalog.js';
 import { TransformError } from '../errors.js';
+import { type MacroArg, parseMacroArgs } from './macroCall.js';
 
 /**
  * A dbt macro of the restricted form the runner expands: `{% macro name(a, b) %} … {% endmacro %}`
- * whose body uses its parameters only as `{{ a }}`.
+ * whose body uses its parameters only as `{{ a }}`, or `{{ a | join(', ') }}` for a list argument.
  */
 export interface SqlMacro {
   name: string;
@@ -22,8 +23,6 @@ export interface SqlMacro {
 }
 
 const MACRO_DEF_RE = /\{%-?\s*macro\s+([A-Za-z_][A-Za-z0-9_]*)\s*\(([^)]*)\)\s*-?%\}([\s\S]*?)\{%-?\s*endmacro\s*-?%\}/g;
-const MACRO_CALL_RE = /\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\(([^)]*)\)\s*\}\}/g;
-const QUOTED_ARG_RE = /^\s*(?:'([^']*)'|"([^"]*)")\s*$/;
 
 /**
  * Every macro defined in the `.sql` files of `dir` (none when the folder is missing).
@@ -50,25 +49,66 @@ export function loadMacros(dir: string): Map<string, SqlMacro> {
   return macros;
 }
 
-/** Expand the calls of `macros` in `sql`; other Jinja is left for the caller to refuse. */
-function expandMacros(model: string, sql: string, macros: ReadonlyMap<string, SqlMacro>): string {
-  return sql.replace(MACRO_CALL_RE, (call, name: string, argText: string) => {
-    const macro = macros.get(name);
-    if (!macro) return call;
-    const args = argText.trim() === '' ? [] : argText.split(',');
-    if (args.length !== macro.params.length) {
-      throw new TransformError(`model ${model}: ${name}() takes ${macro.params.length} argument(s), got ${args.length}`);
+/** `{{ param }}`, or `{{ param | join('sep') }}` for a list argument, in a macro's body. */
+const PARAM_USE_RE = /\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*(?:\|\s*join\(\s*(?:'([^']*)'|"([^"]*)")\s*\)\s*)?\}\}/g;
+
+/**
+ * A macro's body with its parameters replaced by the call's arguments.
+ * @throws {TransformError} a wrong number of arguments, or a list where a string is used (or the reverse)
+ */
+function applyMacro(macro: SqlMacro, args: readonly MacroArg[], where: string): string {
+  if (args.length !== macro.params.length) {
+    throw new TransformError(`${where} takes ${macro.params.length} argument(s), got ${args.length}`);
+  }
+  return macro.body.replace(PARAM_USE_RE, (use, param: string, sepA?: string, sepB?: string) => {
+    const i = macro.params.indexOf(param);
+    if (i < 0) return use;
+    const value = args[i]!;
+    const sep = sepA ?? sepB;
+    if (sep === undefined) {
+      if (Array.isArray(value)) throw new TransformError(`${where}: argument ${param} must be a quoted string, got a list`);
+      return value;
     }
-    const values = args.map((a) => {
-      const q = QUOTED_ARG_RE.exec(a);
-      if (!q) throw new TransformError(`model ${model}: the arguments of ${name}() must be quoted strings`);
-      return q[1] ?? q[2] ?? '';
-    });
-    return macro.params.reduce(
-      (body, param, i) => body.replace(new RegExp(`\\{\\{\\s*${param}\\s*\\}\\}`, 'g'), () => values[i]!),
-      macro.body,
-    );
+    if (!Array.isArray(value)) throw new TransformError(`${where}: argument ${param} must be a list of quoted strings`);
+    return value.join(sep);
   });
+}
+
+/**
+ * Expand the calls of `macros` in `sql`; other Jinja is left for the caller to refuse.
+ * Arguments are read by {@link parseMacroArgs}: commas inside quotes, parentheses and lists do not split them.
+ * @throws {TransformError} a call of a project macro that is malformed or has the wrong arguments
+ */
+function expandMacros(model: string, sql: string, macros: ReadonlyMap<string, SqlMacro>): string {
+  const callStart = /\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\(/g;
+  let out = '';
+  let pos = 0;
+  for (let m = callStart.exec(sql); m !== null; m = callStart.exec(sql)) {
+    const macro = macros.get(m[1]!);
+    if (!macro) continue;
+    const where = `model ${model}: ${macro.name}()`;
+    const argsAt = m.index + m[0].length;
+    const { args, end } = parseMacroArgs(sql.slice(argsAt), where);
+    const close = /^\)\s*\}\}/.exec(sql.slice(argsAt + end));
+    if (!close) throw new TransformError(`${where}: the call is not closed by '}}'`);
+    out += sql.slice(pos, m.index) + applyMacro(macro, args, where);
+    pos = argsAt + end + close[0].length;
+    callStart.lastIndex = pos;
+  }
+  return out + sql.slice(pos);
+}
+
+/**
+ * The body of the project macro `name` called with `args`, as plain SQL: how the runner runs
+ * SQL that dbt runs too, from one text (the watermark: docs/incremental.md "dbt").
+ * @throws {TransformError} an unknown macro, wrong arguments, or Jinja left in the body
+ */
+export function renderMacro(name: string, args: readonly MacroArg[], macros: ReadonlyMap<string, SqlMacro>): string {
+  const macro = macros.get(name);
+  if (!macro) throw new TransformError(`macro ${name} is not defined in sql/macros`);
+  const sql = applyMacro(macro, args, `macro ${name}()`);
+  if (/\{\{|\{%|\{#/.test(sql)) throw new TransformError(`macro ${name}: its body uses Jinja the runner does not expand`);
+  return sql;
 }
 
 export type { Materialization };

@@ -23,7 +23,7 @@ import { NO_PROGRESS, type StageProgress } from '../log/progress.js';
 import { listModelFiles } from '../catalog/catalog.js';
 import { MACROS_DIR, MODELS_DIR, SEEDS_DIR } from '../paths.js';
 import { dataErrorClass, UNORDERED_WRITES, type Warehouse } from '../warehouse/Warehouse.js';
-import { type CompiledModel, compileModel, loadMacros, quoteIdent } from './compileModel.js';
+import { type CompiledModel, compileModel, loadMacros, quoteIdent, renderMacro } from './compileModel.js';
 import { orderModels } from './orderModels.js';
 import { loadSeedSpecs, type SeedSpec, seedSql, validateTrialTargets } from './seeds.js';
 
@@ -315,7 +315,7 @@ async function readDq(wh: Warehouse, schema: string): Promise<DqCount[]> {
 }
 
 /** The model whose table gives each stream's rank in staging's delivery order (docs/incremental.md). */
-const STREAM_RANKS_MODEL = 'stg_streams';
+const STREAM_RANKS_MODEL = 'int_stream_ranks';
 
 /**
  * A digest of everything the models are built from besides the data: the compiled SQL,
@@ -397,6 +397,17 @@ async function applyDelta(wh: Warehouse, target: string, model: CompiledModel, s
 }
 
 /**
+ * The SQL that replaces the watermark with every raw row now read, per stream, with its rank:
+ * the macro `transform_watermarks_sql` of sql/macros/transform_watermarks.sql, the same text
+ * dbt runs after a build (docs/incremental.md "dbt").
+ * @throws {TransformError} the macro is missing or malformed, or `schema` contains a double quote
+ */
+export function watermarkSql(schema: string, macrosDir: string = MACROS_DIR): string {
+  if (schema.includes('"')) throw new TransformError(`schema ${schema}: a double quote is not allowed in the models' schema`);
+  return renderMacro('transform_watermarks_sql', [schema], loadMacros(macrosDir));
+}
+
+/**
  * The watermark and the state row, in the transform's transaction: every raw row now read,
  * per stream, with the stream's rank.
  * @throws {WarehouseError}
@@ -408,18 +419,13 @@ async function saveWatermarks(
   modelsHash: string,
   mode: 'full' | 'incremental',
 ): Promise<void> {
-  const ranked = ordered.some((m) => m.name === STREAM_RANKS_MODEL);
-  await wh.run('delete from etl.transform_watermarks');
-  await wh.run(
-    ranked
-      ? `insert into etl.transform_watermarks
-         select e.stream_id, max(e.stream_position), any_value(r.stream_rank)
-         from raw.events e
-         inner join ${quoteIdent(schema)}.${quoteIdent(STREAM_RANKS_MODEL)} r on e.stream_id = r.stream_id
-         group by e.stream_id`
-      : `insert into etl.transform_watermarks
-         select stream_id, max(stream_position), 0 from raw.events group by stream_id`,
-  );
+  if (ordered.some((m) => m.name === STREAM_RANKS_MODEL)) {
+    await wh.run(watermarkSql(schema));
+  } else {
+    // a models folder without the ranks model (tests' own folders): every stream rank 0
+    await wh.run('delete from etl.transform_watermarks');
+    await wh.run('insert into etl.transform_watermarks select stream_id, max(stream_position), 0 from raw.events group by stream_id');
+  }
   await wh.run('delete from etl.transform_state');
   await wh.run(`insert into etl.transform_state values (?, ?, now())`, [modelsHash, mode]);
 }

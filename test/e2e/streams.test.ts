@@ -64,8 +64,8 @@ describe('streams: list and reset', () => {
     const wh = await Warehouse.open(db);
     try {
       const n = await wh.all<{ raw: bigint; staged: bigint; redelivered: bigint }>(
-        `select (select count(*) from raw.events) as raw, (select count(*) from main.stg_events) as staged,
-                (select count(*) from main.stg_events where delivery_count = 2 and stream_id = '${first.streamId}') as redelivered`,
+        `select (select count(*) from raw.events) as raw, (select count(*) from main.int_events_deduplicated) as staged,
+                (select count(*) from main.int_events_deduplicated where delivery_count = 2 and stream_id = '${first.streamId}') as redelivered`,
       );
       expect(n[0]).toEqual({ raw: BigInt(2 * first.events), staged: BigInt(first.events), redelivered: BigInt(first.events) });
       // the incremental models after the reset equal a full refresh

@@ -6,25 +6,25 @@ with
 
 patients_created as (
     select event_id, event_type, trial_id, referral_subject_id, event_seq,
-    from {{ ref('stg_patients_created') }}
+    from {{ ref('int_patient_created_events') }}
     where not has_required_fields
 ),
 
 referral_acknowledgements as (
     select event_id, event_type, trial_id, referral_subject_id, event_seq,
-    from {{ ref('stg_referral_acknowledgements') }}
+    from {{ ref('int_referral_acknowledged_events') }}
     where not has_required_fields
 ),
 
 status_changes as (
     select event_id, event_type, trial_id, referral_subject_id, event_seq,
-    from {{ ref('stg_patient_status_changes') }}
+    from {{ ref('int_status_changed_events') }}
     where not has_required_fields
 ),
 
 contact_attempts as (
     select event_id, event_type, trial_id, referral_subject_id, event_seq,
-    from {{ ref('stg_contact_attempts') }}
+    from {{ ref('int_contact_attempt_events') }}
     where not has_required_fields
 ),
 

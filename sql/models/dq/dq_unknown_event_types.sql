@@ -1,10 +1,10 @@
--- One row per event type present in raw.events but not in seed_event_types (kept in raw,
--- out of staging). A null type (neither eventType nor name sent) is reported as such.
+-- One row per event type present in raw.events but not in seed_event_types (kept in raw and int_events_deduplicated,
+-- out of the typed event models). A null type (neither eventType nor name sent) is reported as such.
 
 with
 
 events as (
-    select * from {{ ref('stg_events') }}
+    select * from {{ ref('int_events_deduplicated') }}
     where not is_known_type
 ),
 

@@ -1,6 +1,6 @@
 -- The contact attempts an incremental transform recomputes (docs/incremental.md): every
 -- attempt owned by a patient of int_delta_patients (owner: the patient of the attempt's first
--- valid event, as in fct_contact_attempts). An attempt's number and days since referral depend
+-- valid event, as in int_contact_attempts). An attempt's number and days since referral depend
 -- on its owner's other attempts and referral time; an attempt whose owner changed had a new
 -- event, so both its old and its new owner are in int_delta_patients.
 
@@ -11,7 +11,7 @@ delta_patients as (
 ),
 
 attempt_events as (
-    select * from {{ ref('stg_contact_attempts') }}
+    select * from {{ ref('int_contact_attempt_events') }}
     where has_required_fields
 ),
 

@@ -1,7 +1,8 @@
--- The event_seq of every event of int_delta_events in stg_events (docs/incremental.md "Delta
--- filters"). The typed staging models pick their delta rows by this integer, not by event_id:
--- stg_events is written in event_seq order, so DuckDB skips its row groups outside the
--- delta's range instead of reading every row of an entity to compare ids.
+-- The event_seq of every event of int_delta_events in int_events_deduplicated
+-- (docs/incremental.md "Delta filters"). The typed event models (int_patient_created_events, …)
+-- pick their delta rows by this integer, not by event_id: int_events_deduplicated is written
+-- in event_seq order, so DuckDB skips its row groups outside the delta's range instead of
+-- reading every row of an entity to compare ids.
 
 with
 
@@ -10,9 +11,9 @@ delta_events as (
 ),
 
 final as (
-    select stg_events.event_seq
-    from {{ ref('stg_events') }} as stg_events
-    where stg_events.event_id in (select event_id from delta_events)
+    select events.event_seq
+    from {{ ref('int_events_deduplicated') }} as events
+    where events.event_id in (select event_id from delta_events)
 )
 
 select * from final

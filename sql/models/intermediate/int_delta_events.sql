@@ -12,7 +12,7 @@ watermarks as (
 new_deliveries as (
     select
         events.event_id,
-    from {{ source('raw', 'events') }} as events
+    from {{ ref('stg_events') }} as events
     left join watermarks
         on events.stream_id = watermarks.stream_id
     where events.stream_position > coalesce(watermarks.stream_position, 0)

@@ -15,7 +15,7 @@ deliveries as (
     select
         stream_id,
         stream_position,
-    from {{ source('raw', 'events') }}
+    from {{ ref('stg_events') }}
     where event_id in (select event_id from delta_events)
 ),
 
@@ -23,7 +23,7 @@ delivered_keys as (
     select
         events.message ->> 'trialId' as trial_id,
         events.message ->> 'referralSubjectId' as referral_subject_id,
-    from {{ source('raw', 'events') }} as events
+    from {{ ref('stg_events') }} as events
     inner join deliveries
         on events.stream_id = deliveries.stream_id
         and events.stream_position = deliveries.stream_position
@@ -34,13 +34,13 @@ staged_keys as (
     select
         trial_id,
         referral_subject_id,
-    from {{ ref('stg_events') }}
+    from {{ ref('int_events_deduplicated') }}
     where event_seq in (select event_seq from {{ ref('int_delta_event_seqs') }})
 ),
 
 touched_attempts as (
     select distinct contact_attempt_id
-    from {{ ref('stg_contact_attempts') }}
+    from {{ ref('int_contact_attempt_events') }}
     where event_seq in (select event_seq from {{ ref('int_delta_event_seqs') }})
         and contact_attempt_id is not null
 ),
@@ -49,7 +49,7 @@ attempt_keys as (
     select
         trial_id,
         referral_subject_id,
-    from {{ ref('stg_contact_attempts') }}
+    from {{ ref('int_contact_attempt_events') }}
     where contact_attempt_id in (select contact_attempt_id from touched_attempts)
 ),
 

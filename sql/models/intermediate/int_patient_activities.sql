@@ -15,21 +15,21 @@
 with
 
 funnel as (
-    select * from {{ ref('fct_patient_funnel') }}
+    select * from {{ ref('int_patient_funnel') }}
     {% if is_incremental() %}
     where patient_key in (select patient_key from {{ ref('int_delta_patients') }})
     {% endif %}
 ),
 
 contact_attempts as (
-    select * from {{ ref('fct_contact_attempts') }}
+    select * from {{ ref('int_contact_attempts') }}
     {% if is_incremental() %}
     where patient_key in (select patient_key from {{ ref('int_delta_patients') }})
     {% endif %}
 ),
 
 status_history as (
-    select * from {{ ref('fct_patient_status_history') }}
+    select * from {{ ref('int_patient_status_history') }}
     {% if is_incremental() %}
     where patient_key in (select patient_key from {{ ref('int_delta_patients') }})
     {% endif %}

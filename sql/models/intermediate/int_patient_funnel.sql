@@ -17,14 +17,14 @@ patients as (
 ),
 
 status_history as (
-    select * from {{ ref('fct_patient_status_history') }}
+    select * from {{ ref('int_patient_status_history') }}
     {% if is_incremental() %}
     where patient_key in (select patient_key from {{ ref('int_delta_patients') }})
     {% endif %}
 ),
 
 referral_acknowledgements as (
-    select * from {{ ref('stg_referral_acknowledgements') }} as source_rows
+    select * from {{ ref('int_referral_acknowledged_events') }} as source_rows
     where has_required_fields
     {% if is_incremental() %}
         and (source_rows.trial_id, source_rows.referral_subject_id) in (
@@ -35,7 +35,7 @@ referral_acknowledgements as (
 ),
 
 contact_attempts as (
-    select * from {{ ref('fct_contact_attempts') }}
+    select * from {{ ref('int_contact_attempts') }}
     {% if is_incremental() %}
     where patient_key in (select patient_key from {{ ref('int_delta_patients') }})
     {% endif %}

@@ -9,7 +9,7 @@
 with
 
 patients_created as (
-    select * from {{ ref('stg_patients_created') }} as source_rows
+    select * from {{ ref('int_patient_created_events') }} as source_rows
     where has_required_fields
     {% if is_incremental() %}
         and (source_rows.trial_id, source_rows.referral_subject_id) in (
@@ -20,7 +20,7 @@ patients_created as (
 ),
 
 status_changes as (
-    select * from {{ ref('stg_patient_status_changes') }} as source_rows
+    select * from {{ ref('int_status_changed_events') }} as source_rows
     where has_required_fields
     {% if is_incremental() %}
         and (source_rows.trial_id, source_rows.referral_subject_id) in (

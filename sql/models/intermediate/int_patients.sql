@@ -16,7 +16,7 @@ patient_events as (
 ),
 
 patients_created as (
-    select * from {{ ref('stg_patients_created') }} as source_rows
+    select * from {{ ref('int_patient_created_events') }} as source_rows
     where has_required_fields
     {% if is_incremental() %}
         and (source_rows.trial_id, source_rows.referral_subject_id) in (

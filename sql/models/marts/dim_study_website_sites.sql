@@ -44,7 +44,7 @@ latest_rows as (
 
 final as (
     select
-        md5(json_array(latest_rows.website_microsite_id, latest_rows.trial_id, latest_rows.website_site_id)::varchar)
+        {{ surrogate_key(['latest_rows.website_microsite_id', 'latest_rows.trial_id', 'latest_rows.website_site_id']) }}
             as website_site_key,
         latest_rows.website_microsite_id,
         latest_rows.trial_id,

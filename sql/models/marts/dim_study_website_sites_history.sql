@@ -73,9 +73,9 @@ versions as (
 
 final as (
     select
-        md5(json_array(website_microsite_id, trial_id, website_site_id)::varchar)
+        {{ surrogate_key(['website_microsite_id', 'trial_id', 'website_site_id']) }}
             || '-' || version_number as website_site_version_id,
-        md5(json_array(website_microsite_id, trial_id, website_site_id)::varchar) as website_site_key,
+        {{ surrogate_key(['website_microsite_id', 'trial_id', 'website_site_id']) }} as website_site_key,
         website_microsite_id,
         trial_id,
         website_site_id,

@@ -29,7 +29,7 @@ site_names as (
 
 final as (
     select
-        md5(json_array(aggregated.trial_id, aggregated.site_id, aggregated.referral_week)::varchar) as funnel_key,
+        {{ surrogate_key(['aggregated.trial_id', 'aggregated.site_id', 'aggregated.referral_week']) }} as funnel_key,
         aggregated.trial_id,
         aggregated.site_id,
         site_names.site_name,

@@ -62,7 +62,7 @@ spine as (
 
 final as (
     select
-        md5(json_array(spine.trial_id, spine.site_id, spine.activity_week)::varchar) as site_activity_key,
+        {{ surrogate_key(['spine.trial_id', 'spine.site_id', 'spine.activity_week']) }} as site_activity_key,
         spine.trial_id,
         spine.site_id,
         site_names.site_name,

@@ -60,7 +60,7 @@ spine as (
 
 final as (
     select
-        md5(json_array(spine.trial_id, spine.site_id, spine.activity_month)::varchar) as site_activity_month_key,
+        {{ surrogate_key(['spine.trial_id', 'spine.site_id', 'spine.activity_month']) }} as site_activity_month_key,
         spine.trial_id,
         spine.site_id,
         site_names.site_name,

@@ -27,10 +27,10 @@ final as (
         phone_number,
         latitude,
         longitude,
-        md5(json_array(
-            display_name, site_name, sponsor_site_id, street, address1, address2, city,
-            state, postal_code, country, phone_number, latitude, longitude
-        )::varchar) as attributes_hash,
+        {{ surrogate_key([
+            'display_name', 'site_name', 'sponsor_site_id', 'street', 'address1', 'address2', 'city',
+            'state', 'postal_code', 'country', 'phone_number', 'latitude', 'longitude',
+        ]) }} as attributes_hash,
     from snapshots
 )
 

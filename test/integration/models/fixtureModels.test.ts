@@ -72,12 +72,14 @@ describe('models: invariants on the fixture', () => {
     expect(row).toEqual({ n: 6n, d: 6n });
   });
 
-  test('staging keeps one row per event id (duplicate delivery across streams) and no unknown type', async () => {
+  test('staging has every delivery; int_events_deduplicated keeps one row per event id (duplicate delivery across streams) and no unknown type', async () => {
+    const deliveries = await wh.all<{ stream_id: string }>(`select stream_id from main.stg_events where event_id = 'e25' order by stream_id`);
+    expect(deliveries).toEqual([{ stream_id: 'stream-a' }, { stream_id: 'stream-b' }]);
     const rows = await wh.all<{ event_id: string; stream_id: string; delivery_count: bigint }>(
-      `select event_id, stream_id, delivery_count from main.stg_events where event_id = 'e25'`,
+      `select event_id, stream_id, delivery_count from main.int_events_deduplicated where event_id = 'e25'`,
     );
     expect(rows).toEqual([{ event_id: 'e25', stream_id: 'stream-a', delivery_count: 2n }]);
-    const unknown = await wh.all(`select * from main.stg_events where event_type = 'v1.patient.subjectIdUpdated' and is_known_type`);
+    const unknown = await wh.all(`select * from main.int_events_deduplicated where event_type = 'v1.patient.subjectIdUpdated' and is_known_type`);
     expect(unknown).toEqual([]);
   });
 

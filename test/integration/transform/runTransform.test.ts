@@ -62,17 +62,18 @@ describe('runTransform', () => {
     expect(await wh.one(`select current_setting('preserve_insertion_order') as v`)).toEqual({ v: true });
   });
 
-  test('only stg_events reads raw JSON (and int_delta_patients, the keys of the delta\'s deliveries): the message is parsed once, later models read columns', async () => {
+  test('only int_events_deduplicated parses raw JSON (stg_events passes the message through, int_delta_patients reads the keys of the delta\'s deliveries): the message is parsed once, later models read columns', async () => {
     const { readFileSync } = await import('node:fs');
     const { listModelFiles } = await import('../../../src/transform/runTransform.js');
     const readsJson = (file: string): boolean =>
       /\bmessage\b|\benvelope\b|->>|json_transform|from_json/.test(readFileSync(file, 'utf8').replace(/--.*$/gm, ''));
     const files = listModelFiles(MODELS_DIR);
-    // Not vacuous: every layer's files are read, the two exempt files exist, and the check sees stg_events' JSON.
+    // Not vacuous: every layer's files are read, the three exempt files exist, and the check sees the parse.
     for (const layer of ['staging', 'intermediate', 'marts', 'dq']) expect(files.some((f) => f.includes(`/${layer}/`)), layer).toBe(true);
-    const exempt = files.filter((f) => f.endsWith('/stg_events.sql') || f.endsWith('/int_delta_patients.sql'));
-    expect(exempt.map((f) => f.slice(f.lastIndexOf('/') + 1)).sort()).toEqual(['int_delta_patients.sql', 'stg_events.sql']);
-    expect(readsJson(exempt.find((f) => f.endsWith('/stg_events.sql'))!)).toBe(true);
+    const exemptNames = ['int_delta_patients.sql', 'int_events_deduplicated.sql', 'stg_events.sql'];
+    const exempt = files.filter((f) => exemptNames.includes(f.slice(f.lastIndexOf('/') + 1)));
+    expect(exempt.map((f) => f.slice(f.lastIndexOf('/') + 1)).sort()).toEqual(exemptNames);
+    expect(readFileSync(exempt.find((f) => f.endsWith('/int_events_deduplicated.sql'))!, 'utf8')).toMatch(/json_transform\(\s*events\.message/);
     for (const file of files) {
       if (exempt.includes(file)) continue;
       expect(readsJson(file), file).toBe(false);
@@ -106,7 +107,7 @@ describe('runTransform', () => {
     await wh.run(insertRawEventsSql(FIXTURE_EVENTS));
     const dir = join(tmp.dir, `data-error-${++n}`);
     cpSync(MODELS_DIR, dir, { recursive: true });
-    writeFileSync(join(dir, 'zz_cast.sql'), `select cast(referral_subject_id || '-SUBJ' as integer) as n from {{ ref('stg_patients_created') }}`);
+    writeFileSync(join(dir, 'zz_cast.sql'), `select cast(referral_subject_id || '-SUBJ' as integer) as n from {{ ref('int_patient_created_events') }}`);
     const err = await runTransform(wh, { modelsDir: dir }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(TransformError);
     expect((err as Error).message).toBe('model zz_cast failed to build: Conversion Error on a value of the data (not quoted: it may be event payload)');

@@ -3,7 +3,7 @@ import { TransformError } from '../../../src/errors.js';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { compileModel, loadMacros } from '../../../src/transform/compileModel.js';
+import { compileModel, loadMacros, renderMacro } from '../../../src/transform/compileModel.js';
 import { MACROS_DIR } from '../../../src/paths.js';
 
 describe('compileModel', () => {
@@ -83,6 +83,93 @@ describe('macros', () => {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+});
+
+describe('macro arguments (docs/models.md "Macros")', () => {
+  const macros = (text: string): ReturnType<typeof loadMacros> => {
+    const dir = mkdtempSync(join(tmpdir(), 'macros-'));
+    try {
+      writeFileSync(join(dir, 'm.sql'), text);
+      return loadMacros(dir);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  };
+  const pair = macros(`{% macro pair(a, b) %}[{{ a }}|{{ b }}]{% endmacro %}{% macro key(cols) %}k({{ cols | join(', ') }}){% endmacro %}`);
+
+  test('commas inside quotes, parentheses and brackets do not split arguments', () => {
+    expect(compileModel('m', `select {{ pair('x, y', "f(a, b)") }}`, 'main', pair).sql).toBe('select [x, y|f(a, b)]');
+    expect(compileModel('m', `select {{ pair('(,', ')') }}`, 'main', pair).sql).toBe('select [(,|)]');
+    expect(compileModel('m', `select {{ key(['coalesce(a, b)', "c, d", 'e']) }} from t`, 'main', pair).sql).toBe('select k(coalesce(a, b), c, d, e) from t');
+  });
+
+  test('a list argument spans lines, may end in a comma, and is joined where the macro says', () => {
+    expect(compileModel('m', `select {{ key([\n  'a',\n  'b',\n]) }}`, 'main', pair).sql).toBe('select k(a, b)');
+    expect(compileModel('m', `select {{key([])}}, {{ key(['a']) }}`, 'main', pair).sql).toBe('select k(), k(a)');
+  });
+
+  test('a wrong number of arguments names the macro and both counts; a list counts as one', () => {
+    expect(() => compileModel('m', `select {{ pair('a, b') }}`, 'main', pair)).toThrow(/model m: pair\(\) takes 2 argument\(s\), got 1/);
+    expect(() => compileModel('m', `select {{ key(['a'], ['b']) }}`, 'main', pair)).toThrow(/key\(\) takes 1 argument\(s\), got 2/);
+    expect(() => compileModel('m', `select {{ key('a', 'b', 'c') }}`, 'main', pair)).toThrow(/takes 1 argument\(s\), got 3/);
+  });
+
+  test('malformed calls and arguments of the wrong kind are refused', () => {
+    const bad: [string, RegExp][] = [
+      [`{{ pair('a', 'b) }}`, /quoted string is not closed/],
+      [`{{ pair('a', ('b') }}`, /'\)' is missing/],
+      [`{{ key(['a', 'b') }}`, /'\)' does not close anything|'\]' is missing/],
+      [`{{ pair('a', 'b') }`, /not closed by '}}'/],
+      [`{{ key(['a', b]) }}`, /items of a list argument must be quoted strings, got b/],
+      [`{{ key('a') }}`, /argument cols must be a list/],
+      [`{{ pair(['a'], 'b') }}`, /argument a must be a quoted string, got a list/],
+      [`{{ pair(a(1, 2), 'b') }}`, /quoted strings or lists of quoted strings, got a\(1, 2\)/],
+    ];
+    for (const [call, message] of bad) {
+      expect(() => compileModel('m', `select ${call}`, 'main', pair), call).toThrow(message);
+      expect(() => compileModel('m', `select ${call}`, 'main', pair), call).toThrow(TransformError);
+    }
+  });
+
+  test("the project's surrogate_key macro gives the md5 of the JSON array, and no model spells it out", async () => {
+    const project = loadMacros(MACROS_DIR);
+    const m = compileModel('x', `select {{ surrogate_key(['s.trial_id', 's.site_id', 's.activity_week']) }} as k from s`, 'main', project);
+    expect(m.sql).toBe('select md5(json_array(s.trial_id, s.site_id, s.activity_week)::varchar) as k from s');
+    const { readFileSync } = await import('node:fs');
+    const { listModelFiles } = await import('../../../src/transform/runTransform.js');
+    const { MODELS_DIR } = await import('../../../src/paths.js');
+    const files = listModelFiles(MODELS_DIR);
+    expect(files.length).toBeGreaterThan(30);
+    expect(files.filter((f) => /md5\(\s*json_array/.test(readFileSync(f, 'utf8')))).toEqual([]);
+    expect(files.filter((f) => readFileSync(f, 'utf8').includes('surrogate_key(')).length).toBeGreaterThanOrEqual(7);
+  });
+});
+
+describe('the watermark SQL, one text for the runner and dbt (docs/incremental.md "dbt")', () => {
+  test('the runner runs the expanded transform_watermarks_sql macro', async () => {
+    const { watermarkSql } = await import('../../../src/transform/runTransform.js');
+    expect(watermarkSql('main')).toBe(
+      [
+        'delete from etl.transform_watermarks;',
+        'insert into etl.transform_watermarks',
+        'select events.stream_id, max(events.stream_position), any_value(streams.stream_rank)',
+        'from raw.events as events',
+        'inner join "main".int_stream_ranks as streams',
+        '    on events.stream_id = streams.stream_id',
+        'group by events.stream_id;',
+      ].join('\n'),
+    );
+    expect(() => watermarkSql('ma"in')).toThrow(TransformError);
+    expect(() => renderMacro('no_such_macro', [], loadMacros(MACROS_DIR))).toThrow(/not defined/);
+  });
+
+  test("dbt's on-run-end macro writes no SQL of its own: it calls the same macro", () => {
+    const hook = loadMacros(MACROS_DIR).get('save_transform_watermarks');
+    expect(hook?.params).toEqual(['results']);
+    expect(hook!.body).toMatch(/\{\{\s*recruit_etl\.transform_watermarks_sql\(target\.schema\)\s*\}\}/);
+    // outside its Jinja tags and the one call, nothing: no SQL text that could drift from the runner's
+    expect(hook!.body.replace(/\{%[\s\S]*?%\}/g, '').replace(/\{\{[^}]*\}\}/g, '').trim()).toBe('');
   });
 });
 

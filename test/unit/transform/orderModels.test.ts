@@ -30,4 +30,32 @@ describe('orderModels', () => {
     expect(order.indexOf('fct_patient_funnel')).toBeLessThan(order.indexOf('mart_recruitment_funnel'));
     expect(order.at(-1)).not.toBe('stg_events');
   });
+
+  test('layer names tell the build order (docs/models.md "Layers"): stg_ reads one source and nothing else, int_ reads no exported model, exported models no dq_', async () => {
+    const { compileModels } = await import('../../../src/transform/runTransform.js');
+    const { MODELS_DIR } = await import('../../../src/paths.js');
+    const { layerOf } = await import('../../../src/catalog/catalog.js');
+    const models = compileModels(MODELS_DIR);
+    const rank = { stg: 0, int: 1, fct: 2, dim: 2, mart: 2, dq: 3 } as const;
+    const staging = models.filter((x) => layerOf(x.name) === 'stg');
+    expect(staging.map((x) => x.name).sort()).toEqual(['stg_events', 'stg_site_snapshots', 'stg_streams']);
+    for (const x of staging) {
+      expect([x.name, x.refs]).toEqual([x.name, []]);
+      expect([x.name, x.sources.length]).toEqual([x.name, 1]);
+    }
+    let checked = 0;
+    for (const x of models) {
+      const layer = layerOf(x.name);
+      expect(layer, x.name).toBeDefined();
+      if (layer !== 'stg' && layer !== 'int') continue;
+      for (const r of x.refs.filter((name) => !name.startsWith('seed_'))) {
+        expect([x.name, r, rank[layerOf(r)!] <= rank[layer]]).toEqual([x.name, r, true]);
+        checked++;
+      }
+    }
+    expect(checked).toBeGreaterThan(30);
+    for (const x of models.filter((y) => rank[layerOf(y.name)!] === 2)) {
+      expect(x.refs.filter((r) => r.startsWith('dq_')), x.name).toEqual([]);
+    }
+  });
 });

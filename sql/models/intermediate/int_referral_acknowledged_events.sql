@@ -7,7 +7,7 @@
 with
 
 events as (
-    select * from {{ ref('stg_events') }}
+    select * from {{ ref('int_events_deduplicated') }}
     where entity = 'referral_acknowledged'
     {% if is_incremental() %}
         -- by event_seq, not event_id: docs/incremental.md "Delta filters"

@@ -1,4 +1,5 @@
--- One row per status-changed event, typed. patient_status is an open enum: passed through as sent.
+-- One row per patient-created event (v1.patient.created, v2.patient.created, ...), typed.
+-- A patient created under several versions has several rows here; int_patients keeps one.
 
 {{ config(materialized='incremental', unique_key='event_id', incremental_strategy='delete+insert') }}
 -- dbt sees refs inside is_incremental() blocks only when named here (docs/incremental.md "dbt").
@@ -7,8 +8,8 @@
 with
 
 events as (
-    select * from {{ ref('stg_events') }}
-    where entity = 'status_changed'
+    select * from {{ ref('int_events_deduplicated') }}
+    where entity = 'patient_created'
     {% if is_incremental() %}
         -- by event_seq, not event_id: docs/incremental.md "Delta filters"
         and event_seq in (select event_seq from {{ ref('int_delta_event_seqs') }})
@@ -19,6 +20,7 @@ extracted as (
     select
         event_id,
         event_type,
+        event_version,
         event_seq,
         stream_id,
         stream_position,
@@ -27,15 +29,19 @@ extracted as (
         trial_id,
         referral_subject_id,
         site_id,
+        sponsor_site_id,
         patient_status,
-        status_changed_time,
+        referral_received_time,
+        created_time,
     from events
 ),
 
 typed as (
     select
         *,
-        {{ utc_timestamp('status_changed_time') }} as status_changed_at,
+        -- GMT strings with Z or an offset go through timestamptz; bare ones are read as UTC.
+        {{ utc_timestamp('referral_received_time') }} as referral_received_at,
+        {{ utc_timestamp('created_time') }} as created_at,
     from extracted
 ),
 
@@ -43,12 +49,15 @@ final as (
     select
         event_id,
         event_type,
+        event_version,
         trial_id,
         referral_subject_id,
         site_id,
+        sponsor_site_id,
         patient_status,
-        status_changed_at,
-        status_changed_at as domain_at,
+        referral_received_at,
+        created_at,
+        coalesce(created_at, referral_received_at) as domain_at,
         published_at,
         extracted_at,
         event_seq,
@@ -56,8 +65,7 @@ final as (
         stream_position,
         trial_id is not null
             and referral_subject_id is not null
-            and patient_status is not null
-            and status_changed_at is not null as has_required_fields,
+            and coalesce(created_at, referral_received_at) is not null as has_required_fields,
     from typed
 )
 

@@ -1,6 +1,6 @@
 -- One row per contact-attempt event, both spellings (v1.contactAttempt.created and
 -- v1.patient.contactAttempt.created) in one model. Several events may share one
--- contact_attempt_id; fct_contact_attempts makes them one attempt.
+-- contact_attempt_id; int_contact_attempts makes them one attempt.
 
 {{ config(materialized='incremental', unique_key='event_id', incremental_strategy='delete+insert') }}
 -- dbt sees refs inside is_incremental() blocks only when named here (docs/incremental.md "dbt").
@@ -9,7 +9,7 @@
 with
 
 events as (
-    select * from {{ ref('stg_events') }}
+    select * from {{ ref('int_events_deduplicated') }}
     where entity = 'contact_attempt'
     {% if is_incremental() %}
         -- by event_seq, not event_id: docs/incremental.md "Delta filters"
