@@ -31,6 +31,19 @@ export const EXPORTED_LAYERS: readonly ModelLayer[] = ['fct', 'dim', 'mart', 'dq
 /** Name prefixes of the exported models (`fct_`, `dim_`, `mart_`, `dq_`: docs/exports.md). */
 export const EXPORTED_PREFIXES: readonly string[] = EXPORTED_LAYERS.map((l) => `${l}_`);
 
+/**
+ * Models an earlier build made that this one no longer has: the transform drops them from
+ * the warehouse (docs/models.md "Retired models"), so an upgraded warehouse holds no table
+ * that nothing rebuilds. A name leaves `sql/models` and joins this list in one change.
+ */
+export const RETIRED_MODELS: readonly string[] = [
+  // Staging that parsed and typed the events: now int_<entity>_events (staging renames and casts only).
+  'stg_patients_created',
+  'stg_referral_acknowledgements',
+  'stg_patient_status_changes',
+  'stg_contact_attempts',
+];
+
 /** What a model's `{{ config(...) }}` says, as the job's runner supports it. */
 export interface ModelConfig {
   /** `materialized=`; `table` when absent. */

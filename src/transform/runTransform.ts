@@ -20,7 +20,7 @@ import { ConfigError, TransformError } from '../errors.js';
 import { failpoint } from '../failpoints.js';
 import { type Logger, silentLogger } from '../log/logger.js';
 import { NO_PROGRESS, type StageProgress } from '../log/progress.js';
-import { listModelFiles } from '../catalog/catalog.js';
+import { listModelFiles, RETIRED_MODELS } from '../catalog/catalog.js';
 import { MACROS_DIR, MODELS_DIR, SEEDS_DIR } from '../paths.js';
 import { dataErrorClass, UNORDERED_WRITES, type Warehouse } from '../warehouse/Warehouse.js';
 import { type CompiledModel, compileModel, loadMacros, quoteIdent, renderMacro } from './compileModel.js';
@@ -214,10 +214,24 @@ async function dropOtherKind(ctx: BuildContext, name: string, kind: 'table' | 'v
   ctx.existing.set(name, kind);
 }
 
+/** Drop the {@link RETIRED_MODELS} the schema still holds (with what depends on them), in the transform's transaction. */
+async function dropRetired(ctx: BuildContext): Promise<void> {
+  const dropped: string[] = [];
+  for (const name of RETIRED_MODELS) {
+    const kind = ctx.existing.get(name);
+    if (kind === undefined) continue;
+    await ctx.wh.run(`drop ${kind} ${quoteIdent(ctx.schema)}.${quoteIdent(name)} cascade`);
+    ctx.existing.delete(name);
+    dropped.push(name);
+  }
+  if (dropped.length > 0) ctx.logger.info({ dropped }, 'models retired by this build dropped');
+}
+
 /** The body of the transform's transaction: mode, seeds, models, watermarks, dq counts. */
 async function buildInTransaction(wh: Warehouse, plan: TransformPlan, options: TransformOptions, logger: Logger): Promise<Omit<TransformResult, 'ms'>> {
   const { schema, ordered, modelsHash } = plan;
   const ctx = await buildContext(wh, schema, logger);
+  if (options.only === undefined) await dropRetired(ctx);
   const decided = await decideMode(wh, ordered, ctx.existing, modelsHash, options.fullRefresh === true || options.only !== undefined);
   const mode = decided.mode;
   if (mode === 'full' && options.only === undefined) {

@@ -8,6 +8,7 @@ import { afterAll, afterEach, beforeEach, describe, expect, test } from 'vitest'
 import { TransformError } from '../../../src/errors.js';
 import { describeFailure } from '../../../src/cli/exit.js';
 import { MODELS_DIR, SEEDS_DIR } from '../../../src/paths.js';
+import { loadModelCatalog, RETIRED_MODELS } from '../../../src/catalog/catalog.js';
 import { runTransform } from '../../../src/transform/runTransform.js';
 import { Warehouse } from '../../../src/warehouse/Warehouse.js';
 import { tempDir } from '../../helpers/tmp.js';
@@ -119,6 +120,22 @@ describe('runTransform', () => {
     await expect(runTransform(wh, { modelsDir: modelsDir({ 'a.sql': `select * from {{ ref('nope') }}` }) })).rejects.toThrow(/a refers to nope/);
     await expect(runTransform(wh, { modelsDir: modelsDir({ 'a.sql': 'select 1', 'b/a.sql': 'select 2' }) })).rejects.toThrow(/two model files are named a/);
     expect(await wh.all(`select * from information_schema.tables where table_schema = 'main'`)).toEqual([]);
+  });
+
+  test('models retired by this build are dropped by the next transform (a table or a view), none of a current name; --only leaves them', async () => {
+    expect(RETIRED_MODELS.length).toBeGreaterThan(0);
+    for (const name of RETIRED_MODELS) expect(loadModelCatalog().get(name), name).toBeUndefined();
+    const [first, second] = RETIRED_MODELS as [string, string];
+    await wh.run(`create table main.${first} as select 1 as a`);
+    await wh.run(`create view main.${second} as select 1 as a`);
+    await runTransform(wh, { only: ['seed_event_types_view'], modelsDir: modelsDir({ 'seed_event_types_view.sql': 'select * from main.seed_event_types' }) });
+    const left = async (): Promise<string[]> =>
+      (await wh.all<{ n: string }>('select table_name as n from information_schema.tables where table_schema = $1 order by 1', ['main']))
+        .map((r) => r.n)
+        .filter((n) => RETIRED_MODELS.includes(n));
+    expect(await left()).toEqual([first, second].sort());
+    await runTransform(wh);
+    expect(await left()).toEqual([]);
   });
 
   test('views and tables switch kinds; only builds the named models', async () => {
