@@ -51,7 +51,10 @@ const TEST = '*.test.ts';
  */
 const PACKAGE_SOURCES = [
   { find: /^@recruit-etl\/event-types$/, replacement: fileURLToPath(new URL('packages/event-types/src/index.ts', import.meta.url)) },
-  { find: /^@recruit-etl\/mock-api\/flags$/, replacement: fileURLToPath(new URL('packages/mock-api/src/mockApiFlags.ts', import.meta.url)) },
+  {
+    find: /^@recruit-etl\/mock-api\/flags$/,
+    replacement: fileURLToPath(new URL('packages/mock-api/src/mockApiFlags.ts', import.meta.url)),
+  },
   { find: /^@recruit-etl\/mock-api$/, replacement: fileURLToPath(new URL('packages/mock-api/src/index.ts', import.meta.url)) },
 ];
 

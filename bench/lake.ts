@@ -69,7 +69,11 @@ async function main(): Promise<void> {
   mkdirSync(WORK, { recursive: true, mode: 0o700 });
   const night = Math.max(1, Math.round(N * SHARE));
   const pg = await startPostgres();
-  const api = await startMockApi({ syntheticEvents: N + night * NIGHTS, syntheticLateTail: night, releaseFraction: N / (N + night * NIGHTS) });
+  const api = await startMockApi({
+    syntheticEvents: N + night * NIGHTS,
+    syntheticLateTail: night,
+    releaseFraction: N / (N + night * NIGHTS),
+  });
   try {
     pg.createDb('lake');
     const db = join(WORK, 'warehouse.duckdb');
@@ -86,14 +90,21 @@ async function main(): Promise<void> {
       RECRUIT_ETL_EXPORT_DIR: join(WORK, 'exports'),
       RECRUIT_ETL_LOG_LEVEL: 'warn',
     };
-    const lakeEnv = { ...env, RECRUIT_ETL_LAKE: `ducklake:postgres:${pg.conninfo('lake')}`, RECRUIT_ETL_LAKE_DATA_PATH: data, RECRUIT_ETL_LAKE_SCHEMA: 'bench' };
+    const lakeEnv = {
+      ...env,
+      RECRUIT_ETL_LAKE: `ducklake:postgres:${pg.conninfo('lake')}`,
+      RECRUIT_ETL_LAKE_DATA_PATH: data,
+      RECRUIT_ETL_LAKE_SCHEMA: 'bench',
+    };
     console.log(`bench lake: history of ${N} events, ${NIGHTS} nights of ${night}`);
     const historyMs = await cli(['run'], env);
     console.log(`  history run (no lake): ${(historyMs / 1000).toFixed(1)} s`);
     const firstMs = await cli(['publish'], lakeEnv);
     const first = (await lastStages(db))['publish'];
     const afterFirst = { all: parquet(data), rawEvents: parquet(join(data, 'bench', 'raw_events')) };
-    console.log(`  first publish: ${(firstMs / 1000).toFixed(1)} s (stage ${((first?.durationMs ?? 0) / 1000).toFixed(1)} s), ${afterFirst.all.files} Parquet files, ${(afterFirst.all.bytes / 1e6).toFixed(1)} MB`);
+    console.log(
+      `  first publish: ${(firstMs / 1000).toFixed(1)} s (stage ${((first?.durationMs ?? 0) / 1000).toFixed(1)} s), ${afterFirst.all.files} Parquet files, ${(afterFirst.all.bytes / 1e6).toFixed(1)} MB`,
+    );
     const nights: Record<string, unknown>[] = [];
     for (let i = 1; i <= NIGHTS; i++) {
       api.grow(night);
@@ -101,9 +112,19 @@ async function main(): Promise<void> {
       const st = await lastStages(db);
       const files = { all: parquet(data), rawEvents: parquet(join(data, 'bench', 'raw_events')) };
       nights.push({ night: i, runMs: ms, stages: st, files });
-      console.log(`  night ${i}: run ${(ms / 1000).toFixed(1)} s, publish stage ${((st['publish']?.durationMs ?? 0) / 1000).toFixed(2)} s (${st['publish']?.['events']} events, ${st['publish']?.['models']} models, ${st['publish']?.['merged']} merged by key); ${files.all.files} files, raw_events ${files.rawEvents.files}`);
+      console.log(
+        `  night ${i}: run ${(ms / 1000).toFixed(1)} s, publish stage ${((st['publish']?.durationMs ?? 0) / 1000).toFixed(2)} s (${st['publish']?.['events']} events, ${st['publish']?.['models']} models, ${st['publish']?.['merged']} merged by key); ${files.all.files} files, raw_events ${files.rawEvents.files}`,
+      );
     }
-    const out = { date: new Date().toISOString(), node: process.version, historyEvents: N, nightEvents: night, historyRunMs: historyMs, firstPublish: { ms: firstMs, stage: first, files: afterFirst }, nights };
+    const out = {
+      date: new Date().toISOString(),
+      node: process.version,
+      historyEvents: N,
+      nightEvents: night,
+      historyRunMs: historyMs,
+      firstPublish: { ms: firstMs, stage: first, files: afterFirst },
+      nights,
+    };
     const dir = join(PACKAGE_ROOT, 'bench', 'results');
     mkdirSync(dir, { recursive: true });
     const file = join(dir, `${out.date.slice(0, 10)}-lake-${N}.json`);

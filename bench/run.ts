@@ -86,9 +86,13 @@ interface Sim {
 
 async function startSimulator(events: number, faults: readonly string[] = []): Promise<Sim> {
   const t0 = performance.now();
-  const proc = spawn(process.execPath, [CLI, 'mock-api', '--port', '0', '--synthetic-events', String(events), '--log-level', 'warn', ...faults.flatMap((f) => ['--fault', f])], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
+  const proc = spawn(
+    process.execPath,
+    [CLI, 'mock-api', '--port', '0', '--synthetic-events', String(events), '--log-level', 'warn', ...faults.flatMap((f) => ['--fault', f])],
+    {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    },
+  );
   let buf = '';
   for await (const chunk of proc.stdout!) {
     buf += String(chunk);
@@ -179,7 +183,11 @@ const WARN_OR_WORSE = /"level":(?:[4-9]\d|\d{3,})\b/;
  * shebang, with its V8 flag; see src/cli.ts); returns wall time, peak RSS (VmHWM) in bytes and
  * the number of its log lines at warn level or above (a clean run has none: issue 16).
  */
-async function cli(args: string[], env: Record<string, string>, bin = CLI): Promise<{ ms: number; peakRssBytes: number; warnings: number; stderr: string }> {
+async function cli(
+  args: string[],
+  env: Record<string, string>,
+  bin = CLI,
+): Promise<{ ms: number; peakRssBytes: number; warnings: number; stderr: string }> {
   const t0 = performance.now();
   const proc = spawn(bin, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let stderr = '';
@@ -196,7 +204,8 @@ async function cli(args: string[], env: Record<string, string>, bin = CLI): Prom
   const poll = setInterval(() => {
     try {
       const st = readFileSync(`/proc/${proc.pid}/status`, 'utf8');
-      const r = /VmRSS:\s+(\d+) kB/.exec(st); if (r && process.env['BENCH_TRACE']) timeline.push(Math.round(Number(r[1]) / 1024));
+      const r = /VmRSS:\s+(\d+) kB/.exec(st);
+      if (r && process.env['BENCH_TRACE']) timeline.push(Math.round(Number(r[1]) / 1024));
       const m = /VmHWM:\s+(\d+) kB/.exec(st);
       if (m) peak = Math.max(peak, Number(m[1]) * 1024);
     } catch {
@@ -207,7 +216,8 @@ async function cli(args: string[], env: Record<string, string>, bin = CLI): Prom
   clearInterval(poll);
   if (WARN_OR_WORSE.test(partial)) warnings += 1;
   const ms = performance.now() - t0;
-  if (timeline.length) console.log(args[0], 'RSS MiB timeline', timeline.filter((_, i) => i % Math.ceil(timeline.length / 40) === 0).join(' '));
+  if (timeline.length)
+    console.log(args[0], 'RSS MiB timeline', timeline.filter((_, i) => i % Math.ceil(timeline.length / 40) === 0).join(' '));
   if (code !== 0) throw new Error(`recruit-etl ${args.join(' ')} exited ${code}: ${stderr.trim()}`);
   return { ms, peakRssBytes: peak, warnings, stderr };
 }
@@ -372,8 +382,15 @@ async function lastRun(db: string): Promise<{ stageMs: Record<string, number>; m
   const wh = await Warehouse.open(db, { readOnly: true });
   try {
     const row = await wh.one<{ summary: string }>(`select summary::varchar as summary from etl.runs order by started_at desc limit 1`);
-    const sum = JSON.parse(row?.summary ?? '{}') as { stageMs?: Record<string, number>; transform?: { mode?: string; newDeliveries?: number } };
-    return { stageMs: sum.stageMs ?? {}, ...(sum.transform?.mode ? { mode: sum.transform.mode } : {}), ...(sum.transform?.newDeliveries !== undefined ? { newDeliveries: sum.transform.newDeliveries } : {}) };
+    const sum = JSON.parse(row?.summary ?? '{}') as {
+      stageMs?: Record<string, number>;
+      transform?: { mode?: string; newDeliveries?: number };
+    };
+    return {
+      stageMs: sum.stageMs ?? {},
+      ...(sum.transform?.mode ? { mode: sum.transform.mode } : {}),
+      ...(sum.transform?.newDeliveries !== undefined ? { newDeliveries: sum.transform.newDeliveries } : {}),
+    };
   } finally {
     await wh.close();
   }
@@ -420,11 +437,17 @@ async function nightly(): Promise<Record<string, unknown>> {
       const b = second.stageMs[k] ?? 0;
       console.log(`${k.padEnd(40)} ${fmt(a / 1000, 2).padStart(10)} ${fmt(b / 1000, 2).padStart(10)} ${fmt(b / a, 3).padStart(7)}`);
     }
-    console.log(`${'start, checkpoint, published copy'.padEnd(40)} ${fmt(other(first) / 1000, 2).padStart(10)} ${fmt(other(second) / 1000, 2).padStart(10)} ${fmt(other(second) / other(first), 3).padStart(7)}`);
-    console.log(`${'whole run'.padEnd(40)} ${fmt(first.ms / 1000, 2).padStart(10)} ${fmt(second.ms / 1000, 2).padStart(10)} ${fmt(second.ms / first.ms, 3).padStart(7)}   (target ≤ 0.15)`);
+    console.log(
+      `${'start, checkpoint, published copy'.padEnd(40)} ${fmt(other(first) / 1000, 2).padStart(10)} ${fmt(other(second) / 1000, 2).padStart(10)} ${fmt(other(second) / other(first), 3).padStart(7)}`,
+    );
+    console.log(
+      `${'whole run'.padEnd(40)} ${fmt(first.ms / 1000, 2).padStart(10)} ${fmt(second.ms / 1000, 2).padStart(10)} ${fmt(second.ms / first.ms, 3).padStart(7)}   (target ≤ 0.15)`,
+    );
     const fullMs = full.stageMs['transform'] ?? full.ms;
     const nightTr = second.stageMs['transform'] ?? 0;
-    console.log(`night transform (${second.mode}, ${fmt(second.newDeliveries ?? 0)} new rows) / full-refresh transform ${fmt(fullMs / 1000, 2)} s: ${fmt(nightTr / fullMs, 3)}   (target ≤ 0.1)`);
+    console.log(
+      `night transform (${second.mode}, ${fmt(second.newDeliveries ?? 0)} new rows) / full-refresh transform ${fmt(fullMs / 1000, 2)} s: ${fmt(nightTr / fullMs, 3)}   (target ≤ 0.1)`,
+    );
     console.log(`full-refresh transform / typed scan of raw.events (${fmt(scanMs / 1000, 2)} s): ${fmt(fullMs / scanMs, 2)}×`);
     return {
       historyEvents: N,
@@ -495,7 +518,9 @@ async function main(): Promise<void> {
     await wh.close();
     for (const f of figures) {
       if (loaded !== f.events || f.limits.some((l) => l.rows !== f.events)) {
-        throw new Error(`row counts differ at page size ${f.pageSize}: served ${f.events}, limit ${f.limits.map((l) => l.rows).join('/')}, extract ${loaded}`);
+        throw new Error(
+          `row counts differ at page size ${f.pageSize}: served ${f.events}, limit ${f.limits.map((l) => l.rows).join('/')}, extract ${loaded}`,
+        );
       }
     }
     const large = await allLargePages();
@@ -503,19 +528,26 @@ async function main(): Promise<void> {
     console.log(`${'step'.padEnd(34)} ${'seconds'.padStart(8)} ${'events/s'.padStart(11)} ${'MB/s'.padStart(7)}`);
     const line = (name: string, ms: number, n: number, size: number) => {
       const sec = ms / 1000;
-      console.log(`${name.padEnd(34)} ${fmt(sec, 2).padStart(8)} ${fmt(n / sec).padStart(11)} ${(Number.isNaN(size) ? '-' : fmt(size / sec, 1)).padStart(7)}`);
+      console.log(
+        `${name.padEnd(34)} ${fmt(sec, 2).padStart(8)} ${fmt(n / sec).padStart(11)} ${(Number.isNaN(size) ? '-' : fmt(size / sec, 1)).padStart(7)}`,
+      );
     };
     const list = (xs: readonly { ms: number }[]) => xs.map((x) => fmt(x.ms / 1000, 2)).join(' / ');
     for (const f of figures) {
       line(`1 limit (DuckDB NDJSON load)`, f.limitMs, f.events, ndjsonBytes / 1e6);
       line(`2 HTTP drain, page size ${f.pageSize}`, f.drainMs, f.events, f.bytes / 1e6);
       line(`3 extract, page size ${f.pageSize}`, f.extractMs, f.events, f.bytes / 1e6);
-      if (REPEAT > 1) console.log(`  (medians of ${REPEAT}: limit ${list(f.limits)} s; drain ${list(f.drains)} s; extract ${list(f.extracts)} s)`);
+      if (REPEAT > 1)
+        console.log(`  (medians of ${REPEAT}: limit ${list(f.limits)} s; drain ${list(f.drains)} s; extract ${list(f.extracts)} s)`);
       const warned = f.extracts.reduce((a, e) => a + e.warnings, 0);
-      console.log(`  extract / limit: ${fmt(f.limitMs / f.extractMs, 2)}×   peak RSS ${fmt(f.peakRssBytes / 1048576)} MiB   warnings logged: ${warned} (target 0)`);
+      console.log(
+        `  extract / limit: ${fmt(f.limitMs / f.extractMs, 2)}×   peak RSS ${fmt(f.peakRssBytes / 1048576)} MiB   warnings logged: ${warned} (target 0)`,
+      );
       if (f.baselines.length > 0) {
         const b = median(f.baselines);
-        console.log(`  baseline extract: ${list(f.baselines)} s, / limit ${fmt(f.limitMs / b.ms, 2)}×, peak RSS ${fmt(Math.max(...f.baselines.map((x) => x.peakRssBytes)) / 1048576)} MiB`);
+        console.log(
+          `  baseline extract: ${list(f.baselines)} s, / limit ${fmt(f.limitMs / b.ms, 2)}×, peak RSS ${fmt(Math.max(...f.baselines.map((x) => x.peakRssBytes)) / 1048576)} MiB`,
+        );
       }
     }
     line('4a transform', tr.ms, loaded, NaN);
@@ -545,7 +577,9 @@ async function main(): Promise<void> {
               drain: f.drains.map((x) => x.ms / 1000),
               extract: f.extracts.map((x) => x.ms / 1000),
               extractPeakRssBytes: f.extracts.map((x) => x.peakRssBytes),
-              ...(f.baselines.length > 0 ? { baselineExtract: f.baselines.map((x) => x.ms / 1000), baselinePeakRssBytes: f.baselines.map((x) => x.peakRssBytes) } : {}),
+              ...(f.baselines.length > 0
+                ? { baselineExtract: f.baselines.map((x) => x.ms / 1000), baselinePeakRssBytes: f.baselines.map((x) => x.peakRssBytes) }
+                : {}),
             },
             bytesServed: f.bytes,
             extractPeakRssBytes: f.peakRssBytes,

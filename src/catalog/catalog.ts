@@ -102,14 +102,19 @@ function readConfigArgs(name: string, args: string, into: ModelConfig): void {
   const k = UNIQUE_KEY_RE.exec(args);
   if (k) {
     const list = k[1] ?? k[2] ?? k[3] ?? '';
-    const key = list.split(',').map((c) => c.trim().replace(/^['"]|['"]$/g, '')).filter((c) => c !== '');
+    const key = list
+      .split(',')
+      .map((c) => c.trim().replace(/^['"]|['"]$/g, ''))
+      .filter((c) => c !== '');
     const bad = key.find((c) => !IDENT_RE.test(c));
     if (bad !== undefined) throw new TransformError(`model ${name}: unique_key column '${bad}' is not a plain identifier`);
     into.uniqueKey = key;
   }
   const st = STRATEGY_RE.exec(args);
   if (st && (st[1] ?? st[2]) !== 'delete+insert') {
-    throw new TransformError(`model ${name}: incremental_strategy='${st[1] ?? st[2]}' is not supported by the job's runner (delete+insert)`);
+    throw new TransformError(
+      `model ${name}: incremental_strategy='${st[1] ?? st[2]}' is not supported by the job's runner (delete+insert)`,
+    );
   }
 }
 

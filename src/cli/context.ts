@@ -85,7 +85,8 @@ export interface Gathered {
  * @throws {ConfigError} a `--config` file that cannot be read or holds unknown keys (exit 2)
  */
 export function gather(ctx: CliContext, argv: Record<string, unknown>, specs: readonly OptionSpec[]): Gathered {
-  const configPath = typeof argv['config'] === 'string' && argv['config'] !== '' ? argv['config'] : ctx.env['RECRUIT_ETL_CONFIG'] || undefined;
+  const configPath =
+    typeof argv['config'] === 'string' && argv['config'] !== '' ? argv['config'] : ctx.env['RECRUIT_ETL_CONFIG'] || undefined;
   const file = configPath === undefined ? undefined : readConfigFile(configPath, KNOWN_KEYS);
   const raw = gatherOptions(specs, { flags: argv, env: ctx.env, ...(file ? { file } : {}) });
   if (typeof raw['clientSecret'] === 'string') ctx.secrets.addSecret(raw['clientSecret']);
@@ -119,7 +120,11 @@ export function prepare(
   const { raw, unknownVariables: unknown } = gather(ctx, argv, optionsFor(command));
   // Before validation: a command refused on its options (exit 2) is recorded in the metrics too.
   // A path over its size is left to the validation below (exit 2, the value never quoted).
-  if (typeof raw['metricsFile'] === 'string' && raw['metricsFile'] !== '' && ConfigSchema.shape.metricsFile.safeParse(raw['metricsFile']).success) {
+  if (
+    typeof raw['metricsFile'] === 'string' &&
+    raw['metricsFile'] !== '' &&
+    ConfigSchema.shape.metricsFile.safeParse(raw['metricsFile']).success
+  ) {
     ctx.metrics = { path: raw['metricsFile'], command, startedAt: new Date(), eventsLoaded: 0 };
     const given = raw['metricsFileMode'];
     const mode = ConfigSchema.shape.metricsFileMode.safeParse(typeof given === 'number' ? String(given) : given);

@@ -9,9 +9,19 @@ import { formatAge } from '../log/progress.js';
 import type { RunStages, StreamStatus, WarehouseStatus } from '../warehouse/readStatus.js';
 
 function table(headers: string[], rows: (string | number | null)[][]): string {
-  const cells = [headers, ...rows.map((r) => r.map((c) => (c === null ? '-' : typeof c === 'number' ? c.toLocaleString('en-US') : String(c))))];
+  const cells = [
+    headers,
+    ...rows.map((r) => r.map((c) => (c === null ? '-' : typeof c === 'number' ? c.toLocaleString('en-US') : String(c)))),
+  ];
   const widths = headers.map((_, i) => Math.max(...cells.map((r) => (r[i] ?? '').length)));
-  return cells.map((r) => r.map((c, i) => (c ?? '').padEnd(widths[i] ?? 0)).join('  ').trimEnd()).join('\n');
+  return cells
+    .map((r) =>
+      r
+        .map((c, i) => (c ?? '').padEnd(widths[i] ?? 0))
+        .join('  ')
+        .trimEnd(),
+    )
+    .join('\n');
 }
 
 function duration(seconds: number | null): string | null {
@@ -34,7 +44,18 @@ export function formatStreams(streams: readonly StreamStatus[]): string {
     ? '  (none yet: run `recruit-etl extract`)'
     : table(
         ['stream', 'status', 'env', 'origin', 'position', 'transformed', 'quarantined', 'cursor', 'cursor age', 'filter'],
-        streams.map((t) => [t.streamId, t.status, t.environment, t.origin, t.events, t.transformedPosition, t.quarantined, t.cursorState, formatAge(t.cursorAgeSeconds), t.name]),
+        streams.map((t) => [
+          t.streamId,
+          t.status,
+          t.environment,
+          t.origin,
+          t.events,
+          t.transformedPosition,
+          t.quarantined,
+          t.cursorState,
+          formatAge(t.cursorAgeSeconds),
+          t.name,
+        ]),
       );
 }
 
@@ -42,7 +63,9 @@ export function formatStreams(streams: readonly StreamStatus[]): string {
 function formatModels(models: WarehouseStatus['models']): string {
   const layers = [...MODEL_LAYERS, 'other'].filter((l) => models.some((m) => (m.layer ?? 'other') === l));
   const built = (ms: typeof models): string => `${ms.filter((m) => m.built).length} of ${ms.length}`;
-  const lines = [`  ${built(models)} built (${layers.map((l) => `${l} ${built(models.filter((m) => (m.layer ?? 'other') === l))}`).join(', ')})`];
+  const lines = [
+    `  ${built(models)} built (${layers.map((l) => `${l} ${built(models.filter((m) => (m.layer ?? 'other') === l))}`).join(', ')})`,
+  ];
   const missing = models.filter((m) => !m.built).map((m) => m.name);
   if (missing.length > 0) lines.push(`  not built: ${missing.join(', ')} (run \`recruit-etl transform\`)`);
   return lines.join('\n');
@@ -50,7 +73,12 @@ function formatModels(models: WarehouseStatus['models']): string {
 
 /** Render the status as text sections: freshness, streams, runs, data quality, rows, models, funnel. */
 export function formatStatus(s: WarehouseStatus): string {
-  const out: string[] = [`warehouse: ${s.path}${s.source === 'published copy' ? ' (published copy)' : ''}`, ...(s.note ? [`note: ${s.note}`] : []), ...(s.warning ? [`warning: ${s.warning}`] : []), ''];
+  const out: string[] = [
+    `warehouse: ${s.path}${s.source === 'published copy' ? ' (published copy)' : ''}`,
+    ...(s.note ? [`note: ${s.note}`] : []),
+    ...(s.warning ? [`warning: ${s.warning}`] : []),
+    '',
+  ];
   const f = s.freshness;
   const when = (r: { finishedAt: string; ageSeconds: number; command: string; runId: string } | null): string =>
     r ? `${r.finishedAt} (${formatAge(r.ageSeconds)} ago, ${r.command} ${r.runId})` : 'never';
@@ -78,17 +106,37 @@ export function formatStatus(s: WarehouseStatus): string {
       ? '  (none)'
       : table(
           ['run', 'command', 'status', 'started', 'took', 'events', 'pages', 'models', 'files', 'stages', 'error'],
-          s.runs.map((r) => [r.runId, r.command, r.status, r.startedAt, duration(r.durationSeconds), r.eventsLoaded, r.pagesFetched, r.modelsBuilt, r.filesExported, stageTimes(r.stages), r.error]),
+          s.runs.map((r) => [
+            r.runId,
+            r.command,
+            r.status,
+            r.startedAt,
+            duration(r.durationSeconds),
+            r.eventsLoaded,
+            r.pagesFetched,
+            r.modelsBuilt,
+            r.filesExported,
+            stageTimes(r.stages),
+            r.error,
+          ]),
         ),
   );
   out.push('', 'data quality (dq_summary as last built; details in the dq_* model of each check)');
   out.push(
     s.dataQuality === null
       ? '  (no models yet: run `recruit-etl transform`)'
-      : table(['check', 'issues'], Object.entries(s.dataQuality).map(([k, v]) => [k, v])),
+      : table(
+          ['check', 'issues'],
+          Object.entries(s.dataQuality).map(([k, v]) => [k, v]),
+        ),
   );
   out.push('', 'rows');
-  out.push(table(['table', 'rows'], Object.entries(s.rows).map(([k, v]) => [k, v])));
+  out.push(
+    table(
+      ['table', 'rows'],
+      Object.entries(s.rows).map(([k, v]) => [k, v]),
+    ),
+  );
   out.push('', 'models (the catalog of this build)', formatModels(s.models));
   if (s.funnel && s.funnel.length > 0) {
     out.push('', 'funnel per trial (mart_recruitment_funnel: referred patients ever reaching each stage; orphans are in dq_orphan_events)');

@@ -48,7 +48,9 @@ function usageMessage(msg: string): string {
 function jobParser(ctx: CliContext, argv: readonly string[]): Argv {
   return yargs([...argv])
     .scriptName('recruit-etl')
-    .usage('$0 <command> [options]\n\nBatch ETL from the recruitment reporting API into DuckDB and Parquet.\nEach command lists its options: recruit-etl <command> --help')
+    .usage(
+      '$0 <command> [options]\n\nBatch ETL from the recruitment reporting API into DuckDB and Parquet.\nEach command lists its options: recruit-etl <command> --help',
+    )
     .epilogue(HELP_EPILOGUE)
     .command(stageCommands(ctx))
     .command(statusCommand(ctx))
@@ -120,7 +122,8 @@ export async function run(argv: readonly string[], io: RunIo = {}): Promise<numb
   if (failure !== undefined) {
     const reason: unknown = controller.signal.reason;
     // After a signal, whatever failed failed because of it: say so (exit 130 / 143).
-    const err = controller.signal.aborted && reason instanceof InterruptedError && !(failure instanceof InterruptedError) ? reason : failure;
+    const err =
+      controller.signal.aborted && reason instanceof InterruptedError && !(failure instanceof InterruptedError) ? reason : failure;
     const described = describeFailure(err, ctx.verbose, ctx.secrets);
     exitCode = described.exitCode;
     ctx.logger?.error({ code: (err as { code?: string }).code, exitCode }, 'run failed');

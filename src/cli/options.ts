@@ -67,14 +67,18 @@ async function simulatorFlags(): Promise<ReadonlyArray<{ flag: string; key: stri
   try {
     return ((await import(MOCK_API_FLAGS_MODULE)) as { MOCK_API_FLAGS: ReadonlyArray<{ flag: string; key: string }> }).MOCK_API_FLAGS;
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ERR_MODULE_NOT_FOUND' && (err as Error).message.includes('@recruit-etl/mock-api')) return [];
+    if ((err as NodeJS.ErrnoException).code === 'ERR_MODULE_NOT_FOUND' && (err as Error).message.includes('@recruit-etl/mock-api'))
+      return [];
     throw err;
   }
 }
 const SIMULATOR_FLAGS = await simulatorFlags();
 
 /** Every variable some command reads: the schema's and, when installed, the simulator's (`mock-api`). */
-export const KNOWN_VARIABLES: ReadonlySet<string> = new Set([...OPTIONS.map((o) => o.env), ...SIMULATOR_FLAGS.map((f) => `RECRUIT_ETL_${f.flag.slice(2).replaceAll('-', '_').toUpperCase()}`)]);
+export const KNOWN_VARIABLES: ReadonlySet<string> = new Set([
+  ...OPTIONS.map((o) => o.env),
+  ...SIMULATOR_FLAGS.map((f) => `RECRUIT_ETL_${f.flag.slice(2).replaceAll('-', '_').toUpperCase()}`),
+]);
 
 /** Every option key some command takes: what a `--config` file may hold. */
 export const KNOWN_KEYS: ReadonlySet<string> = new Set([...Object.keys(ConfigSchema.shape), ...SIMULATOR_FLAGS.map((f) => f.key)]);

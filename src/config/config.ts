@@ -30,7 +30,18 @@ import { DEFAULT_HTTP_POLICY } from '../upstream/http.js';
 export const DEFAULT_EVENT_TYPES: readonly string[] = SHARED_DEFAULT_EVENT_TYPES;
 
 /** The commands of the CLI (docs/contracts.md "Commands"). */
-export const COMMAND_NAMES = ['run', 'extract', 'sites', 'transform', 'export', 'report', 'publish', 'status', 'streams', 'mock-api'] as const;
+export const COMMAND_NAMES = [
+  'run',
+  'extract',
+  'sites',
+  'transform',
+  'export',
+  'report',
+  'publish',
+  'status',
+  'streams',
+  'mock-api',
+] as const;
 /** One command of the CLI. */
 export type CommandName = (typeof COMMAND_NAMES)[number];
 
@@ -47,7 +58,14 @@ const LAKE: readonly CommandName[] = ['run', 'publish'];
 const ALL: readonly CommandName[] = COMMAND_NAMES;
 
 /** Headings of `--help`, in the order shown. */
-export const OPTION_GROUPS = ['Warehouse and logs:', 'Upstream (extract):', 'Site list (sites):', 'Models (transform):', 'Exports:', 'Lake (publish):'] as const;
+export const OPTION_GROUPS = [
+  'Warehouse and logs:',
+  'Upstream (extract):',
+  'Site list (sites):',
+  'Models (transform):',
+  'Exports:',
+  'Lake (publish):',
+] as const;
 const [GENERAL, UPSTREAM_GROUP, SITES_GROUP, MODELS_GROUP, EXPORTS_GROUP, LAKE_GROUP] = OPTION_GROUPS;
 
 /** What the schema itself cannot say about an option (registered on its field, see {@link option}). */
@@ -90,7 +108,9 @@ export const OPTION_MAX_BYTES = {
 
 /** A string of at most `max` UTF-8 bytes; checked first, and a longer one gets no other check. */
 function sized(max: number): z.ZodString {
-  return z.string().refine((v) => Buffer.byteLength(v, 'utf8') <= max, { message: `must be at most ${formatBytes(max)} (UTF-8)`, abort: true });
+  return z
+    .string()
+    .refine((v) => Buffer.byteLength(v, 'utf8') <= max, { message: `must be at most ${formatBytes(max)} (UTF-8)`, abort: true });
 }
 
 const url = sized(OPTION_MAX_BYTES.url)
@@ -148,43 +168,89 @@ const metricsFileMode = z
  * "Options" (a test checks every option is there) and read it as `config.<name>`.
  */
 export const ConfigSchema = z.object({
-  config: option(sized(OPTION_MAX_BYTES.path).min(1).optional().describe('JSON file of options: keys are option names (kebab-case)'), { commands: ALL, group: GENERAL }),
-  db: option(sized(OPTION_MAX_BYTES.path).min(1).default('data/warehouse.duckdb').describe('DuckDB warehouse file'), { commands: WAREHOUSE, group: GENERAL }),
-  environment: option(sized(OPTION_MAX_BYTES.label).min(1).default('production').describe('environment label recorded on streams and runs (staging, production)'), {
-    commands: PIPELINE,
-    group: GENERAL,
-  }),
-  /** DuckDB `memory_limit` for transform, export and batches held in memory; the extract runs under its own smaller cap (`docs/ingest.md` "Settings"). */
-  memoryLimit: option(duckdbSize.default('2GB').describe('DuckDB memory_limit for transform and export (the extract runs under its own smaller cap)'), {
-    commands: WAREHOUSE,
-    group: GENERAL,
-  }),
-  logLevel: option(z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info').describe('fatal|error|warn|info|debug|trace|silent'), {
+  config: option(sized(OPTION_MAX_BYTES.path).min(1).optional().describe('JSON file of options: keys are option names (kebab-case)'), {
     commands: ALL,
     group: GENERAL,
   }),
+  db: option(sized(OPTION_MAX_BYTES.path).min(1).default('data/warehouse.duckdb').describe('DuckDB warehouse file'), {
+    commands: WAREHOUSE,
+    group: GENERAL,
+  }),
+  environment: option(
+    sized(OPTION_MAX_BYTES.label)
+      .min(1)
+      .default('production')
+      .describe('environment label recorded on streams and runs (staging, production)'),
+    {
+      commands: PIPELINE,
+      group: GENERAL,
+    },
+  ),
+  /** DuckDB `memory_limit` for transform, export and batches held in memory; the extract runs under its own smaller cap (`docs/ingest.md` "Settings"). */
+  memoryLimit: option(
+    duckdbSize.default('2GB').describe('DuckDB memory_limit for transform and export (the extract runs under its own smaller cap)'),
+    {
+      commands: WAREHOUSE,
+      group: GENERAL,
+    },
+  ),
+  logLevel: option(
+    z
+      .enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
+      .default('info')
+      .describe('fatal|error|warn|info|debug|trace|silent'),
+    {
+      commands: ALL,
+      group: GENERAL,
+    },
+  ),
   verbose: option(z.boolean().default(false).describe('stack traces on failure, debug logs'), { commands: ALL, group: GENERAL }),
   /** Seconds between two progress lines in the log while a stage runs (src/log/progress.ts; docs/contracts.md "Progress and the run summary"). */
-  progressInterval: option(z.number().positive().default(DEFAULT_PROGRESS_INTERVAL_SECONDS).describe('seconds between two progress lines in the log while a stage runs'), {
-    commands: PIPELINE,
-    group: GENERAL,
-  }),
+  progressInterval: option(
+    z
+      .number()
+      .positive()
+      .default(DEFAULT_PROGRESS_INTERVAL_SECONDS)
+      .describe('seconds between two progress lines in the log while a stage runs'),
+    {
+      commands: PIPELINE,
+      group: GENERAL,
+    },
+  ),
   /** Mode of every file written for readers, and the matching folder mode (src/fs/readerFiles.ts). */
-  fileMode: option(fileMode.describe('mode of the files written for readers (published copy, exports, manifest, report); folders get the matching mode (0640 → 0750); the live database stays 0600'), {
-    commands: PIPELINE,
-    group: GENERAL,
-  }),
+  fileMode: option(
+    fileMode.describe(
+      'mode of the files written for readers (published copy, exports, manifest, report); folders get the matching mode (0640 → 0750); the live database stays 0600',
+    ),
+    {
+      commands: PIPELINE,
+      group: GENERAL,
+    },
+  ),
   /** The Prometheus text file rewritten after every pipeline command (src/metrics/metricsFile.ts). */
-  metricsFile: option(sized(OPTION_MAX_BYTES.path).min(1).optional().describe("Prometheus text file rewritten after every command, success or failure, except one refused on the warehouse's lock (node_exporter's textfile collector)"), {
-    commands: PIPELINE,
-    group: GENERAL,
-    defaultHelp: 'none',
-  }),
+  metricsFile: option(
+    sized(OPTION_MAX_BYTES.path)
+      .min(1)
+      .optional()
+      .describe(
+        "Prometheus text file rewritten after every command, success or failure, except one refused on the warehouse's lock (node_exporter's textfile collector)",
+      ),
+    {
+      commands: PIPELINE,
+      group: GENERAL,
+      defaultHelp: 'none',
+    },
+  ),
   /** Mode of the metrics file (src/metrics/metricsFile.ts); node_exporter reads it as another user. */
-  metricsFileMode: option(metricsFileMode.describe("mode of the metrics file (node_exporter's textfile collector runs as another user); --file-mode does not apply to it"), {
-    commands: PIPELINE,
-    group: GENERAL,
-  }),
+  metricsFileMode: option(
+    metricsFileMode.describe(
+      "mode of the metrics file (node_exporter's textfile collector runs as another user); --file-mode does not apply to it",
+    ),
+    {
+      commands: PIPELINE,
+      group: GENERAL,
+    },
+  ),
   /** Read by src/failpoints.ts from the environment (crash tests only); declared so that the variable is known. */
   failpoint: option(sized(OPTION_MAX_BYTES.id).optional().describe('tests only: <name>:<n> SIGKILLs the process (src/failpoints.ts)'), {
     commands: PIPELINE,
@@ -194,42 +260,92 @@ export const ConfigSchema = z.object({
   /** `--base-url`: the API's `{base_url}` (docs/ingest.md). */
   baseUrl: option(url.optional().describe("API base URL, the API's {base_url} (required)"), { commands: UPSTREAM, group: UPSTREAM_GROUP }),
   /** `--auth-url`: the token is requested at `{auth_url}/oauth/token`. */
-  authUrl: option(url.optional().describe('token host; POST {auth_url}/oauth/token (required)'), { commands: EVENTS, group: UPSTREAM_GROUP }),
-  clientId: option(sized(OPTION_MAX_BYTES.id).min(1).optional().describe('OAuth 2.0 client id for this environment (required)'), { commands: EVENTS, group: UPSTREAM_GROUP }),
+  authUrl: option(url.optional().describe('token host; POST {auth_url}/oauth/token (required)'), {
+    commands: EVENTS,
+    group: UPSTREAM_GROUP,
+  }),
+  clientId: option(sized(OPTION_MAX_BYTES.id).min(1).optional().describe('OAuth 2.0 client id for this environment (required)'), {
+    commands: EVENTS,
+    group: UPSTREAM_GROUP,
+  }),
   /** Never logged; prefer the env var or `--client-secret-file` (docs/security.md). */
-  clientSecret: option(sized(OPTION_MAX_BYTES.secret).min(1).optional().describe('client secret: prefer RECRUIT_ETL_CLIENT_SECRET or --client-secret-file'), {
+  clientSecret: option(
+    sized(OPTION_MAX_BYTES.secret).min(1).optional().describe('client secret: prefer RECRUIT_ETL_CLIENT_SECRET or --client-secret-file'),
+    {
+      commands: EVENTS,
+      group: UPSTREAM_GROUP,
+    },
+  ),
+  clientSecretFile: option(
+    sized(OPTION_MAX_BYTES.path)
+      .min(1)
+      .optional()
+      .describe(
+        'file holding the client secret (systemd credentials, Kubernetes secrets): a regular file of at most 64 KiB; one setting with --client-secret, the higher source wins',
+      ),
+    {
+      commands: EVENTS,
+      group: UPSTREAM_GROUP,
+    },
+  ),
+  audience: option(sized(OPTION_MAX_BYTES.url).min(1).optional().describe('OAuth 2.0 audience of the API (required)'), {
     commands: EVENTS,
     group: UPSTREAM_GROUP,
   }),
-  clientSecretFile: option(sized(OPTION_MAX_BYTES.path).min(1).optional().describe('file holding the client secret (systemd credentials, Kubernetes secrets): a regular file of at most 64 KiB; one setting with --client-secret, the higher source wins'), {
-    commands: EVENTS,
-    group: UPSTREAM_GROUP,
-  }),
-  audience: option(sized(OPTION_MAX_BYTES.url).min(1).optional().describe('OAuth 2.0 audience of the API (required)'), { commands: EVENTS, group: UPSTREAM_GROUP }),
   /** `--token-request-format`: the token request's body encoding (src/upstream/auth.ts; docs/upstream.md "Token requests"). */
-  tokenRequestFormat: option(z.enum(TOKEN_REQUEST_FORMATS).default('json').describe('token request body: json (the upstream\'s documented form) or form (application/x-www-form-urlencoded, RFC 6749 §4.4)'), {
-    commands: EVENTS,
-    group: UPSTREAM_GROUP,
-  }),
+  tokenRequestFormat: option(
+    z
+      .enum(TOKEN_REQUEST_FORMATS)
+      .default('json')
+      .describe("token request body: json (the upstream's documented form) or form (application/x-www-form-urlencoded, RFC 6749 §4.4)"),
+    {
+      commands: EVENTS,
+      group: UPSTREAM_GROUP,
+    },
+  ),
   /** `--token-client-auth`: client authentication at the token endpoint (RFC 6749 §2.3.1). */
-  tokenClientAuth: option(z.enum(TOKEN_CLIENT_AUTHS).default('body').describe('client authentication at the token endpoint: body (client_id and client_secret in the body) or basic (HTTP Basic)'), {
-    commands: EVENTS,
-    group: UPSTREAM_GROUP,
-  }),
+  tokenClientAuth: option(
+    z
+      .enum(TOKEN_CLIENT_AUTHS)
+      .default('body')
+      .describe('client authentication at the token endpoint: body (client_id and client_secret in the body) or basic (HTTP Basic)'),
+    {
+      commands: EVENTS,
+      group: UPSTREAM_GROUP,
+    },
+  ),
   /** `--token-audience-parameter`: the request parameter carrying `--audience`. */
-  tokenAudienceParameter: option(z.enum(TOKEN_AUDIENCE_PARAMETERS).default('audience').describe('token request parameter carrying --audience: audience, or resource (RFC 8707 resource indicator)'), {
-    commands: EVENTS,
-    group: UPSTREAM_GROUP,
-  }),
-  trialId: option(z.array(sized(OPTION_MAX_BYTES.id).min(1).refine(isWellFormedText, WELL_FORMED)).default([]).describe('trial id, repeatable or comma-separated (required)'), {
-    commands: UPSTREAM,
-    group: UPSTREAM_GROUP,
-    defaultHelp: 'none',
-  }),
-  eventType: option(z.array(sized(OPTION_MAX_BYTES.id).min(1)).default([...DEFAULT_EVENT_TYPES]).describe('event type, repeatable or comma-separated'), {
-    commands: EVENTS,
-    group: UPSTREAM_GROUP,
-  }),
+  tokenAudienceParameter: option(
+    z
+      .enum(TOKEN_AUDIENCE_PARAMETERS)
+      .default('audience')
+      .describe('token request parameter carrying --audience: audience, or resource (RFC 8707 resource indicator)'),
+    {
+      commands: EVENTS,
+      group: UPSTREAM_GROUP,
+    },
+  ),
+  trialId: option(
+    z
+      .array(sized(OPTION_MAX_BYTES.id).min(1).refine(isWellFormedText, WELL_FORMED))
+      .default([])
+      .describe('trial id, repeatable or comma-separated (required)'),
+    {
+      commands: UPSTREAM,
+      group: UPSTREAM_GROUP,
+      defaultHelp: 'none',
+    },
+  ),
+  eventType: option(
+    z
+      .array(sized(OPTION_MAX_BYTES.id).min(1))
+      .default([...DEFAULT_EVENT_TYPES])
+      .describe('event type, repeatable or comma-separated'),
+    {
+      commands: EVENTS,
+      group: UPSTREAM_GROUP,
+    },
+  ),
   /** `limit` sent on the first request of a new stream; the server's default when absent. */
   pageSize: option(int.optional().describe("events per page (limit) on a new stream's first request"), {
     commands: EVENTS,
@@ -237,60 +353,124 @@ export const ConfigSchema = z.object({
     defaultHelp: "the server's",
   }),
   /** The most pages per transaction (`docs/ingest.md` "Batches"); the cursor always commits with its events. */
-  batchPages: option(int.default(DEFAULT_BATCH_PAGES).describe(`pages per commit, at most (events and cursor commit together); a batch also ends at a ${formatBytes(BATCH_MAX_BYTES)} batch file (${formatBytes(WIDE_BATCH_BYTES)} of wide events)`), {
-    commands: EVENTS,
-    group: UPSTREAM_GROUP,
-  }),
+  batchPages: option(
+    int
+      .default(DEFAULT_BATCH_PAGES)
+      .describe(
+        `pages per commit, at most (events and cursor commit together); a batch also ends at a ${formatBytes(BATCH_MAX_BYTES)} batch file (${formatBytes(WIDE_BATCH_BYTES)} of wide events)`,
+      ),
+    {
+      commands: EVENTS,
+      group: UPSTREAM_GROUP,
+    },
+  ),
   /** Empty pages in a row, `hasNextPage` true, after which the stream breaks the contract (`docs/ingest.md` "Bounded time"). */
-  maxEmptyPages: option(int.default(DEFAULT_MAX_EMPTY_PAGES).describe('pages in a row with no new event (empty, or only events already stored), hasNextPage true, before the run stops with exit 6'), {
-    commands: EVENTS,
-    group: UPSTREAM_GROUP,
-  }),
+  maxEmptyPages: option(
+    int
+      .default(DEFAULT_MAX_EMPTY_PAGES)
+      .describe(
+        'pages in a row with no new event (empty, or only events already stored), hasNextPage true, before the run stops with exit 6',
+      ),
+    {
+      commands: EVENTS,
+      group: UPSTREAM_GROUP,
+    },
+  ),
   /** Largest response body read, bytes (`docs/ingest.md` "How a page is read"); a larger page is exit 6 naming this option and the stream. */
-  maxPageBytes: option(int.max(500 * 1024 * 1024).default(DEFAULT_HTTP_POLICY.maxResponseBytes).describe('largest response body (an events page) read, bytes; a larger page stops the run with exit 6 (the page size of a stream is fixed by its cursor)'), {
-    commands: UPSTREAM,
-    group: UPSTREAM_GROUP,
-  }),
+  maxPageBytes: option(
+    int
+      .max(500 * 1024 * 1024)
+      .default(DEFAULT_HTTP_POLICY.maxResponseBytes)
+      .describe(
+        'largest response body (an events page) read, bytes; a larger page stops the run with exit 6 (the page size of a stream is fixed by its cursor)',
+      ),
+    {
+      commands: UPSTREAM,
+      group: UPSTREAM_GROUP,
+    },
+  ),
   /** Longest time a page body may take to arrive whole, in seconds (`docs/ingest.md` "Bounded time"). */
-  bodyTimeout: option(z.number().positive().default(DEFAULT_HTTP_POLICY.bodyTotalTimeoutMs / 1000).describe('longest time, seconds, for a response body to arrive whole; then retried'), {
-    commands: UPSTREAM,
-    group: UPSTREAM_GROUP,
-  }),
+  bodyTimeout: option(
+    z
+      .number()
+      .positive()
+      .default(DEFAULT_HTTP_POLICY.bodyTotalTimeoutMs / 1000)
+      .describe('longest time, seconds, for a response body to arrive whole; then retried'),
+    {
+      commands: UPSTREAM,
+      group: UPSTREAM_GROUP,
+    },
+  ),
   /** Longest Retry-After the job waits for, in seconds; a longer one fails the run with exit 4. */
-  maxRetryAfter: option(z.number().positive().default(DEFAULT_HTTP_POLICY.maxRetryAfterMs / 1000).describe('longest Retry-After honoured, seconds; longer fails with exit 4'), {
-    commands: UPSTREAM,
-    group: UPSTREAM_GROUP,
-  }),
+  maxRetryAfter: option(
+    z
+      .number()
+      .positive()
+      .default(DEFAULT_HTTP_POLICY.maxRetryAfterMs / 1000)
+      .describe('longest Retry-After honoured, seconds; longer fails with exit 4'),
+    {
+      commands: UPSTREAM,
+      group: UPSTREAM_GROUP,
+    },
+  ),
   /** Whole-run deadline for the upstream calls, in seconds. */
   deadline: option(z.number().positive().optional().describe('deadline for all upstream calls of the run, seconds'), {
     commands: UPSTREAM,
     group: UPSTREAM_GROUP,
     defaultHelp: 'none',
   }),
-  micrositeId: option(sized(OPTION_MAX_BYTES.id).min(1).refine(isWellFormedText, WELL_FORMED).optional().describe('study-website (microsite) id (required for sites)'), { commands: SITES, group: SITES_GROUP }),
-  origin: option(sized(OPTION_MAX_BYTES.url).min(1).optional().describe('Origin header the site list is authorized by (required for sites)'), {
-    commands: SITES,
-    group: SITES_GROUP,
+  micrositeId: option(
+    sized(OPTION_MAX_BYTES.id)
+      .min(1)
+      .refine(isWellFormedText, WELL_FORMED)
+      .optional()
+      .describe('study-website (microsite) id (required for sites)'),
+    { commands: SITES, group: SITES_GROUP },
+  ),
+  origin: option(
+    sized(OPTION_MAX_BYTES.url).min(1).optional().describe('Origin header the site list is authorized by (required for sites)'),
+    {
+      commands: SITES,
+      group: SITES_GROUP,
+    },
+  ),
+  json: option(z.boolean().default(false).describe('print JSON (a stable interface: docs/contracts.md "Commands")'), {
+    commands: ['status', 'streams'],
+    group: GENERAL,
   }),
-  json: option(z.boolean().default(false).describe('print JSON (a stable interface: docs/contracts.md "Commands")'), { commands: ['status', 'streams'], group: GENERAL }),
   /** Confirms `streams retire` of a stream that has received pages (docs/contracts.md "Streams"). */
-  yes: option(z.boolean().default(false).describe('streams retire: confirm retiring a stream that has received pages'), { commands: ['streams'], group: GENERAL }),
+  yes: option(z.boolean().default(false).describe('streams retire: confirm retiring a stream that has received pages'), {
+    commands: ['streams'],
+    group: GENERAL,
+  }),
   /** The operator's CSV of event site display names, loaded as `seed_site_names` (docs/models.md "Site names"). */
   siteNames: option(
-    sized(OPTION_MAX_BYTES.path).min(1).optional().describe('CSV of display names of event site ids (site_id,trial_id,site_name,sponsor_site_id), loaded as seed_site_names'),
+    sized(OPTION_MAX_BYTES.path)
+      .min(1)
+      .optional()
+      .describe('CSV of display names of event site ids (site_id,trial_id,site_name,sponsor_site_id), loaded as seed_site_names'),
     { commands: TRANSFORMS, group: MODELS_GROUP, defaultHelp: 'none' },
   ),
   /** The operator's CSV of enrolment targets, loaded as `seed_trial_targets` (docs/models.md "Trial targets"). */
   trialTargets: option(
-    sized(OPTION_MAX_BYTES.path).min(1).optional().describe('CSV of enrolment targets per trial (trial_id,enrolment_target,target_date), loaded as seed_trial_targets'),
+    sized(OPTION_MAX_BYTES.path)
+      .min(1)
+      .optional()
+      .describe('CSV of enrolment targets per trial (trial_id,enrolment_target,target_date), loaded as seed_trial_targets'),
     { commands: TRANSFORMS, group: MODELS_GROUP, defaultHelp: 'none' },
   ),
   /** Rebuild every model from all of raw instead of by the delta (docs/incremental.md). */
-  fullRefresh: option(z.boolean().default(false).describe('rebuild every model from all of raw.events instead of only what the new events touch'), {
-    commands: TRANSFORMS,
-    group: MODELS_GROUP,
-  }),
-  exportDir: option(sized(OPTION_MAX_BYTES.path).min(1).default('data/exports').describe('Parquet export folder; the report is <export-dir>/report.html'), { commands: EXPORTS, group: EXPORTS_GROUP }),
+  fullRefresh: option(
+    z.boolean().default(false).describe('rebuild every model from all of raw.events instead of only what the new events touch'),
+    {
+      commands: TRANSFORMS,
+      group: MODELS_GROUP,
+    },
+  ),
+  exportDir: option(
+    sized(OPTION_MAX_BYTES.path).min(1).default('data/exports').describe('Parquet export folder; the report is <export-dir>/report.html'),
+    { commands: EXPORTS, group: EXPORTS_GROUP },
+  ),
   /** Open referrals listed per site in the report's worklist (docs/report.md "Worklist"). */
   reportWorklistRows: option(int.default(10).describe("open referrals listed per site in the report's worklist, oldest first"), {
     commands: REPORTS,
@@ -301,23 +481,46 @@ export const ConfigSchema = z.object({
    * the lake. May hold a password: registered as a secret, never logged.
    */
   lake: option(
-    sized(OPTION_MAX_BYTES.url).trim().regex(/^ducklake:/, "must be a DuckLake attach string such as 'ducklake:postgres:dbname=lake host=db user=etl'").optional().describe('DuckLake to publish into after every successful run: ducklake:postgres:<libpq connection string>'),
+    sized(OPTION_MAX_BYTES.url)
+      .trim()
+      .regex(/^ducklake:/, "must be a DuckLake attach string such as 'ducklake:postgres:dbname=lake host=db user=etl'")
+      .optional()
+      .describe('DuckLake to publish into after every successful run: ducklake:postgres:<libpq connection string>'),
     { commands: LAKE, group: LAKE_GROUP, defaultHelp: 'none (no publish)' },
   ),
   /** The lake's `DATA_PATH`: where its Parquet files go (docs/lakehouse.md "Layout"). */
-  lakeDataPath: option(sized(OPTION_MAX_BYTES.url).min(1).optional().describe("the lake's DATA_PATH: a folder, or an object-store URL (needed when the lake is created)"), {
-    commands: LAKE,
-    group: LAKE_GROUP,
-    defaultHelp: 'the one the lake was created with',
-  }),
+  lakeDataPath: option(
+    sized(OPTION_MAX_BYTES.url)
+      .min(1)
+      .optional()
+      .describe("the lake's DATA_PATH: a folder, or an object-store URL (needed when the lake is created)"),
+    {
+      commands: LAKE,
+      group: LAKE_GROUP,
+      defaultHelp: 'the one the lake was created with',
+    },
+  ),
   /** The pipeline's schema in the lake (docs/lakehouse.md "Several pipelines"). */
   lakeSchema: option(
-    sized(OPTION_MAX_BYTES.label).trim().regex(/^[a-z][a-z0-9_]{0,62}$/, 'must be lower-case letters, digits and _, starting with a letter').refine((v) => !['all_pipelines', 'memory', 'system', 'temp'].includes(v), 'all_pipelines holds the views across pipelines; memory, system and temp are DuckDB catalogs').optional().describe("this pipeline's schema in the lake; all_pipelines holds views across every pipeline"),
+    sized(OPTION_MAX_BYTES.label)
+      .trim()
+      .regex(/^[a-z][a-z0-9_]{0,62}$/, 'must be lower-case letters, digits and _, starting with a letter')
+      .refine(
+        (v) => !['all_pipelines', 'memory', 'system', 'temp'].includes(v),
+        'all_pipelines holds the views across pipelines; memory, system and temp are DuckDB catalogs',
+      )
+      .optional()
+      .describe("this pipeline's schema in the lake; all_pipelines holds views across every pipeline"),
     { commands: LAKE, group: LAKE_GROUP, defaultHelp: 'the --environment label' },
   ),
   /** This warehouse takes over its lake schema from the one that published there (docs/lakehouse.md "One schema, one pipeline"). */
   lakePipelineMoved: option(
-    z.boolean().default(false).describe('this warehouse replaces the one that published into the lake schema (the same pipeline moved or rebuilt): take the schema over; give it once'),
+    z
+      .boolean()
+      .default(false)
+      .describe(
+        'this warehouse replaces the one that published into the lake schema (the same pipeline moved or rebuilt): take the schema over; give it once',
+      ),
     { commands: LAKE, group: LAKE_GROUP },
   ),
 });
@@ -483,7 +686,12 @@ export function gatherOptions(specs: readonly Pick<OptionSpec, 'key' | 'env'>[],
 
 /** @throws {ConfigError} when `key` ({@link COMMAND_LINE_ONLY}) is given by the variable `env` or the config file */
 function refuseOutsideCommandLine(key: string, env: string, fromEnv: string | undefined, fromFile: unknown): void {
-  const where = fromEnv !== undefined && fromEnv !== '' ? `the environment (${env})` : fromFile !== undefined && fromFile !== null ? 'the --config file' : undefined;
+  const where =
+    fromEnv !== undefined && fromEnv !== ''
+      ? `the environment (${env})`
+      : fromFile !== undefined && fromFile !== null
+        ? 'the --config file'
+        : undefined;
   if (where === undefined) return;
   throw new ConfigError(`--${flagName(key)} is accepted only on the command line, not from ${where}: give it on the command line, once`, {
     hint: `remove it from ${where}`,
@@ -513,7 +721,8 @@ export function unknownVariables(env: Readonly<Record<string, string | undefined
 export function readConfigFile(
   path: string,
   known: ReadonlySet<string>,
-  readFile: (path: string) => string = (p) => readInputFile(p, { option: optionLabel('config'), maxBytes: INPUT_FILE_MAX_BYTES.config }).toString('utf8'),
+  readFile: (path: string) => string = (p) =>
+    readInputFile(p, { option: optionLabel('config'), maxBytes: INPUT_FILE_MAX_BYTES.config }).toString('utf8'),
 ): Record<string, unknown> {
   const label = optionLabel('config');
   const hint = 'fix the path or the file, or unset the option';
@@ -523,7 +732,14 @@ export function readConfigFile(
   } catch (err) {
     if (err instanceof ConfigError) throw err;
     const code = (err as NodeJS.ErrnoException).code;
-    const why = code === 'ENOENT' ? 'no such file' : code === 'EACCES' ? 'permission denied' : code === 'EISDIR' ? 'a folder, not a file' : (code ?? 'unreadable');
+    const why =
+      code === 'ENOENT'
+        ? 'no such file'
+        : code === 'EACCES'
+          ? 'permission denied'
+          : code === 'EISDIR'
+            ? 'a folder, not a file'
+            : (code ?? 'unreadable');
     throw new ConfigError(`${label}: cannot read ${path}: ${why}`, { cause: err, hint });
   }
   let value: unknown;
@@ -590,7 +806,8 @@ function readSecretFile(path: string, readFile: (path: string) => string): strin
     throw new ConfigError(`${label}: cannot read ${path}: ${(err as NodeJS.ErrnoException).code ?? 'error'}`, { cause: err });
   }
   if (secret === '') throw new ConfigError(`${label}: ${path} is empty`);
-  if (Buffer.byteLength(secret, 'utf8') > OPTION_MAX_BYTES.secret) throw new ConfigError(`${label}: ${path} holds more than ${formatBytes(OPTION_MAX_BYTES.secret)}`);
+  if (Buffer.byteLength(secret, 'utf8') > OPTION_MAX_BYTES.secret)
+    throw new ConfigError(`${label}: ${path} holds more than ${formatBytes(OPTION_MAX_BYTES.secret)}`);
   return secret;
 }
 
@@ -609,7 +826,8 @@ function readSecretFile(path: string, readFile: (path: string) => string): strin
 export function resolveConfig(
   raw: Record<string, unknown>,
   needs: readonly Need[] = [],
-  readFile: (path: string) => string = (p) => readInputFile(p, { option: optionLabel('clientSecretFile'), maxBytes: INPUT_FILE_MAX_BYTES.secret }).toString('utf8'),
+  readFile: (path: string) => string = (p) =>
+    readInputFile(p, { option: optionLabel('clientSecretFile'), maxBytes: INPUT_FILE_MAX_BYTES.secret }).toString('utf8'),
 ): Config {
   const input: Record<string, unknown> = {};
   for (const key of Object.keys(ConfigSchema.shape)) {
@@ -628,7 +846,9 @@ export function resolveConfig(
   }
   for (const [a, b] of ONE_SETTING) {
     if (input[a] !== undefined && input[b] !== undefined) {
-      problems.push(`${optionLabel(a)} and ${optionLabel(b)} are one setting, given both at the same level (flags, environment or config file): give one`);
+      problems.push(
+        `${optionLabel(a)} and ${optionLabel(b)} are one setting, given both at the same level (flags, environment or config file): give one`,
+      );
     }
   }
   if (!parsed.success || problems.length > 0) {
@@ -639,8 +859,10 @@ export function resolveConfig(
   const config = parsed.data;
   if (config.clientSecretFile !== undefined) config.clientSecret = readSecretFile(config.clientSecretFile, readFile);
   // Read later by the transform (src/transform/seeds.ts), refused now: exit 2 before anything is written.
-  if (config.siteNames !== undefined) checkInputFile(config.siteNames, { option: optionLabel('siteNames'), maxBytes: INPUT_FILE_MAX_BYTES.csv });
-  if (config.trialTargets !== undefined) checkInputFile(config.trialTargets, { option: optionLabel('trialTargets'), maxBytes: INPUT_FILE_MAX_BYTES.csv });
+  if (config.siteNames !== undefined)
+    checkInputFile(config.siteNames, { option: optionLabel('siteNames'), maxBytes: INPUT_FILE_MAX_BYTES.csv });
+  if (config.trialTargets !== undefined)
+    checkInputFile(config.trialTargets, { option: optionLabel('trialTargets'), maxBytes: INPUT_FILE_MAX_BYTES.csv });
   const missing = [...new Set(needs.flatMap((n) => REQUIRED[n]))].filter((key) => {
     const v = config[key];
     return v === undefined || (Array.isArray(v) && v.length === 0);

@@ -108,13 +108,19 @@ export async function exportParquet(opts: ExportOptions): Promise<Manifest> {
     try {
       rmSync(snapDir, { recursive: true, force: true });
     } catch (rmErr) {
-      logger.warn({ snapshot, code: (rmErr as NodeJS.ErrnoException).code }, 'cannot remove the unpublished snapshot; the next export will');
+      logger.warn(
+        { snapshot, code: (rmErr as NodeJS.ErrnoException).code },
+        'cannot remove the unpublished snapshot; the next export will',
+      );
     }
     if (isEtlError(err) && err.code === 'E_EXPORT') throw err;
-    throw new ExportError(`cannot publish the export ${snapshot} in ${dir}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, {
-      cause: err,
-      hint: 'the previous export is still in place',
-    });
+    throw new ExportError(
+      `cannot publish the export ${snapshot} in ${dir}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`,
+      {
+        cause: err,
+        hint: 'the previous export is still in place',
+      },
+    );
   }
 
   linkAndPrune(dir, runId, manifest, previous, logger);
@@ -142,9 +148,14 @@ function prepareSnapshot(dir: string, runId: string, modes: ReaderModes, logger:
     ensureReaderDir(join(dir, SNAPSHOTS_DIR), modes, true);
     sweepTemporaries(dir);
     const restored = adoptRestoredCurrent(dir, runId);
-    if (restored !== undefined) logger.warn({ snapshot: snapshotRef(restored) }, 'current was a folder (a restore that followed symlinks); it is now a snapshot and current links to it');
+    if (restored !== undefined)
+      logger.warn(
+        { snapshot: snapshotRef(restored) },
+        'current was a folder (a restore that followed symlinks); it is now a snapshot and current links to it',
+      );
     const legacy = adoptLegacyLayout(dir, runId, modes);
-    if (legacy !== undefined) logger.info({ snapshot: snapshotRef(legacy) }, 'export folder upgraded: the files of the previous export are now its snapshot');
+    if (legacy !== undefined)
+      logger.info({ snapshot: snapshotRef(legacy) }, 'export folder upgraded: the files of the previous export are now its snapshot');
     previous = currentSnapshotId(dir);
     if (previous === runId) throw new ExportError(`${snapDir} is already the published export; a run id is used once`);
     rmSync(snapDir, { recursive: true, force: true });
@@ -168,15 +179,22 @@ function linkAndPrune(dir: string, runId: string, manifest: Manifest, previous: 
     const removed = linkStablePaths(dir, [...manifest.files.map((f) => f.file), MANIFEST_FILE], runId);
     if (removed.length > 0) logger.info({ removed }, 'stable paths of models no longer exported removed');
   } catch (err) {
-    throw new ExportError(`export ${snapshot} is published as ${join(dir, CURRENT_LINK)}, but its stable paths could not be linked: ${(err as NodeJS.ErrnoException).code ?? String(err)}`, {
-      cause: err,
-      hint: 'run the export again; readers of current/ see the new export',
-    });
+    throw new ExportError(
+      `export ${snapshot} is published as ${join(dir, CURRENT_LINK)}, but its stable paths could not be linked: ${(err as NodeJS.ErrnoException).code ?? String(err)}`,
+      {
+        cause: err,
+        hint: 'run the export again; readers of current/ see the new export',
+      },
+    );
   }
   try {
     const pruned = pruneSnapshots(dir, runId, new Set(previous === undefined ? [] : [previous]));
     if (pruned.removed.length > 0) logger.debug({ pruned: pruned.removed }, 'old snapshots removed');
-    if (pruned.foreign.length > 0) logger.warn({ left: pruned.foreign.slice(0, 20) }, 'entries of snapshots/ that the export did not write are left alone (docs/exports.md "What the folder may contain")');
+    if (pruned.foreign.length > 0)
+      logger.warn(
+        { left: pruned.foreign.slice(0, 20) },
+        'entries of snapshots/ that the export did not write are left alone (docs/exports.md "What the folder may contain")',
+      );
   } catch (err) {
     logger.warn({ code: (err as NodeJS.ErrnoException).code }, 'cannot remove old snapshots; the next export will');
   }
@@ -191,7 +209,9 @@ function linkAndPrune(dir: string, runId: string, manifest: Manifest, previous: 
 async function writeSnapshot(opts: ExportOptions, snapDir: string, snapshot: string): Promise<Manifest> {
   // The catalog's rule says which relations of `main` are exported (docs/exports.md).
   const tables = (
-    await opts.wh.all<{ table_name: string }>(`select table_name from information_schema.tables where table_schema = 'main' order by table_name`)
+    await opts.wh.all<{ table_name: string }>(
+      `select table_name from information_schema.tables where table_schema = 'main' order by table_name`,
+    )
   ).filter((t) => isExportedModel(t.table_name));
   const files: ManifestEntry[] = [];
   const progress = opts.progress ?? NO_PROGRESS;
@@ -201,7 +221,9 @@ async function writeSnapshot(opts: ExportOptions, snapDir: string, snapshot: str
     const tmp = join(snapDir, `.${file}.${opts.runId}.tmp`);
     try {
       // COPY returns the rows it wrote: a view's rows are not computed a second time to count them.
-      const written = await opts.wh.runChanging(`copy (select * from main."${model}") to ${sqlString(tmp)} (format parquet, compression zstd, compression_level 1)`);
+      const written = await opts.wh.runChanging(
+        `copy (select * from main."${model}") to ${sqlString(tmp)} (format parquet, compression zstd, compression_level 1)`,
+      );
       const check = await opts.wh.one<{ rows: bigint }>(`select count(*) as rows from read_parquet(${sqlString(tmp)})`);
       if (!check || check.rows !== BigInt(written)) {
         throw new ExportError(`export of ${model} read back ${check?.rows ?? '?'} rows, expected ${written}`);
@@ -225,7 +247,10 @@ async function writeSnapshot(opts: ExportOptions, snapDir: string, snapshot: str
     } catch (err) {
       rmSync(tmp, { force: true });
       if (isEtlError(err) && err.code === 'E_EXPORT') throw err;
-      throw new ExportError(`cannot export ${model} to ${snapDir}: ${(err as Error).message}`, { cause: err, hint: 'the previous export is still in place' });
+      throw new ExportError(`cannot export ${model} to ${snapDir}: ${(err as Error).message}`, {
+        cause: err,
+        hint: 'the previous export is still in place',
+      });
     }
   }
   const manifest: Manifest = { runId: opts.runId, exportedAt: (opts.now?.() ?? new Date()).toISOString(), snapshot, files };
@@ -240,7 +265,10 @@ async function writeSnapshot(opts: ExportOptions, snapDir: string, snapshot: str
     fsyncPath(join(snapDir, '..'), 'dir');
   } catch (err) {
     rmSync(tmp, { force: true });
-    throw new ExportError(`cannot write ${path}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`, { cause: err, hint: 'the previous export is still in place' });
+    throw new ExportError(`cannot write ${path}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`, {
+      cause: err,
+      hint: 'the previous export is still in place',
+    });
   }
   return manifest;
 }

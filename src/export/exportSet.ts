@@ -164,7 +164,8 @@ export function sweepTemporaries(dir: string): void {
  * @throws a `NodeJS.ErrnoException` from the file system
  */
 export function adoptLegacyLayout(dir: string, runId: string, modes: ReaderModes = readerModes()): string | undefined {
-  const regular = (): string[] => readdirSync(dir).filter((f) => isStableName(f) && lstatSync(join(dir, f), { throwIfNoEntry: false })?.isFile());
+  const regular = (): string[] =>
+    readdirSync(dir).filter((f) => isStableName(f) && lstatSync(join(dir, f), { throwIfNoEntry: false })?.isFile());
   let created: string | undefined;
   if (lstatSync(join(dir, CURRENT_LINK), { throwIfNoEntry: false }) === undefined) {
     const files = regular();

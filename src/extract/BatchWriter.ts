@@ -75,7 +75,13 @@ export class Batch {
       this.broken = true;
       throw err;
     }
-    this.pages.push({ pageNumber: page.pageNumber, nextPage: page.nextPage, hasNextPage: page.hasNextPage, rows: page.events.count, partial: page.partial === true });
+    this.pages.push({
+      pageNumber: page.pageNumber,
+      nextPage: page.nextPage,
+      hasNextPage: page.hasNextPage,
+      rows: page.events.count,
+      partial: page.partial === true,
+    });
   }
 
   /** Size of the batch file so far, bytes. */
@@ -225,7 +231,10 @@ export class BatchWriter {
         try {
           await this.writePages(b, good, true);
         } catch (keepErr) {
-          this.opts.logger.warn({ err: { message: (keepErr as Error).message } }, 'could not commit the pages before the one that broke the contract');
+          this.opts.logger.warn(
+            { err: { message: (keepErr as Error).message } },
+            'could not commit the pages before the one that broke the contract',
+          );
         }
       }
       throw err;
@@ -283,7 +292,12 @@ export class BatchWriter {
    * One load of `file` (rows of the batch: `rowsOf`, or all of them in order) with what the
    * checks found so far: committed, or rolled back with what it found.
    */
-  private async attempt(file: BatchFile, rowsOf: Int32Array | undefined, pages: readonly PageEntry[], checks: Checks): Promise<BatchResult | WriteAgain> {
+  private async attempt(
+    file: BatchFile,
+    rowsOf: Int32Array | undefined,
+    pages: readonly PageEntry[],
+    checks: Checks,
+  ): Promise<BatchResult | WriteAgain> {
     const { wh, store, streamId, runId } = this.opts;
     const row = (j: number): number => (rowsOf === undefined ? j : rowsOf[j]!);
     const last = pages[pages.length - 1]!;
@@ -303,7 +317,13 @@ export class BatchWriter {
       });
       failpoint('extract.after-commit');
       this.position = loaded.lastPosition;
-      return { inserted: loaded.inserted, duplicates: checks.skip.size, quarantined: quarantined.length, lastPosition: loaded.lastPosition, pages: pages.filter((p) => !p.partial).length };
+      return {
+        inserted: loaded.inserted,
+        duplicates: checks.skip.size,
+        quarantined: quarantined.length,
+        lastPosition: loaded.lastPosition,
+        pages: pages.filter((p) => !p.partial).length,
+      };
     } catch (err) {
       if (err instanceof WriteAgain) return err;
       if (!(err instanceof LoadFailed)) throw err;
@@ -323,7 +343,10 @@ export class BatchWriter {
       checks.quarantine.set(k, { ...quarantinedForm(sent.envelope, sent.id, sent.type, level), level, id: sent.id, text: sent.envelope });
     }
     if (found.hits.length > 0) await this.resolveRepeats(batch, pages, found, checks);
-    this.opts.logger.debug({ stream: this.opts.streamId, refused: found.refused.length, repeats: found.hits.length }, 'batch written again after its checks');
+    this.opts.logger.debug(
+      { stream: this.opts.streamId, refused: found.refused.length, repeats: found.hits.length },
+      'batch written again after its checks',
+    );
   }
 
   /**

@@ -214,10 +214,13 @@ class ExtractRun {
       const slices = pageSlices(page.events, page.bytes);
       for (let k = 0; k < slices.length; k += 1) {
         const last = k === slices.length - 1;
-        const cursor = last ? { nextPage: page.nextPage, hasNextPage: page.hasNextPage } : { nextPage: page.url, hasNextPage: true, partial: true };
+        const cursor = last
+          ? { nextPage: page.nextPage, hasNextPage: page.hasNextPage }
+          : { nextPage: page.url, hasNextPage: true, partial: true };
         const batch = this.batch;
         batch.add({ events: slices[k]!, pageNumber: result.pages, ...cursor });
-        if (!last || !page.hasNextPage || batchComplete(batch.pages.length, batch.bytes, batch.file.longestRow, this.batchPages)) await this.startCommit();
+        if (!last || !page.hasNextPage || batchComplete(batch.pages.length, batch.bytes, batch.file.longestRow, this.batchPages))
+          await this.startCommit();
         if (this.writeFailed) break;
       }
       if (this.opts.signal?.aborted || this.writeFailed) break; // a failed write surfaces below at once
@@ -266,11 +269,13 @@ class ExtractRun {
     this.batch = this.writer.begin();
     const queued = this.queued;
     const previous = queued[queued.length - 1];
-    const p = (previous ?? Promise.resolve()).then(() => this.commit(full)).catch((err: unknown) => {
-      this.writeFailed = true;
-      full.file.remove();
-      throw err;
-    });
+    const p = (previous ?? Promise.resolve())
+      .then(() => this.commit(full))
+      .catch((err: unknown) => {
+        this.writeFailed = true;
+        full.file.remove();
+        throw err;
+      });
     p.catch(() => undefined); // observed by settle()
     queued.push(p);
     while (queued.length > QUEUED_BATCHES) await queued.shift();
@@ -302,7 +307,11 @@ class ExtractRun {
     result.batches += 1;
     this.opts.onCommitted?.(r.pages, r.inserted);
     this.progress.update({ position: r.lastPosition });
-    if (r.quarantined > 0) logger.warn({ stream: result.streamId, quarantined: r.quarantined, position: r.lastPosition }, 'events quarantined: stored in a readable form, their text as sent kept in raw.quarantined_events');
+    if (r.quarantined > 0)
+      logger.warn(
+        { stream: result.streamId, quarantined: r.quarantined, position: r.lastPosition },
+        'events quarantined: stored in a readable form, their text as sent kept in raw.quarantined_events',
+      );
     logger.debug({ stream: result.streamId, pages: r.pages, events: r.inserted, position: r.lastPosition }, 'batch committed');
   }
 }

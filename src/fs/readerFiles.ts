@@ -53,7 +53,9 @@ export function ensureReaderDir(path: string, modes: ReaderModes, exact = false)
   const first = mkdirSync(path, { recursive: true, mode: modes.dir });
   if (first !== undefined) {
     // mkdir's mode passes through the umask: set each created folder, outermost first.
-    const parts = relative(first, path).split(sep).filter((p) => p !== '');
+    const parts = relative(first, path)
+      .split(sep)
+      .filter((p) => p !== '');
     let dir = first;
     chmodSync(dir, modes.dir);
     for (const p of parts) {

@@ -102,7 +102,14 @@ export interface StageProgress {
 /** A {@link StageProgress} that reports nothing (library default). */
 export const NO_PROGRESS: StageProgress = Object.freeze({ update: () => undefined, end: () => undefined });
 
-const UNITS: Record<ProgressStage, string> = { extract: 'events', sites: 'sites', transform: 'models', export: 'files', report: 'trials', publish: 'events' };
+const UNITS: Record<ProgressStage, string> = {
+  extract: 'events',
+  sites: 'sites',
+  transform: 'models',
+  export: 'files',
+  report: 'trials',
+  publish: 'events',
+};
 
 /** Owner of the progress of one command. */
 export class Progress {

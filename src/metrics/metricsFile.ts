@@ -59,25 +59,99 @@ const family = (name: string, kind: Kind, labels: readonly string[], help: strin
 
 /** The series, by key (Prometheus naming: units in the name, `_total` counters, `_timestamp_seconds`). */
 export const METRICS = {
-  lastRun: family('recruit_etl_last_run_timestamp_seconds', 'gauge', ['command'], 'Unix time the last run of the command ended, whatever its outcome'),
-  lastSuccess: family('recruit_etl_last_success_timestamp_seconds', 'gauge', ['command'], 'Unix time the last successful run (exit 0) of the command ended'),
+  lastRun: family(
+    'recruit_etl_last_run_timestamp_seconds',
+    'gauge',
+    ['command'],
+    'Unix time the last run of the command ended, whatever its outcome',
+  ),
+  lastSuccess: family(
+    'recruit_etl_last_success_timestamp_seconds',
+    'gauge',
+    ['command'],
+    'Unix time the last successful run (exit 0) of the command ended',
+  ),
   duration: family('recruit_etl_last_run_duration_seconds', 'gauge', ['command'], 'Duration of the last run of the command, seconds'),
-  exitCode: family('recruit_etl_last_exit_code', 'gauge', ['command'], 'Exit code of the last run of the command (0 done; docs/contracts.md "Exit codes")'),
-  events: family('recruit_etl_events_loaded_total', 'counter', ['command'], 'Events the command committed to raw.events, summed over the runs this file has seen'),
-  stageDuration: family('recruit_etl_stage_duration_seconds', 'gauge', ['command', 'stage'], 'Wall time of each stage of the last run of the command, seconds'),
+  exitCode: family(
+    'recruit_etl_last_exit_code',
+    'gauge',
+    ['command'],
+    'Exit code of the last run of the command (0 done; docs/contracts.md "Exit codes")',
+  ),
+  events: family(
+    'recruit_etl_events_loaded_total',
+    'counter',
+    ['command'],
+    'Events the command committed to raw.events, summed over the runs this file has seen',
+  ),
+  stageDuration: family(
+    'recruit_etl_stage_duration_seconds',
+    'gauge',
+    ['command', 'stage'],
+    'Wall time of each stage of the last run of the command, seconds',
+  ),
   warehouseRead: family('recruit_etl_warehouse_read_timestamp_seconds', 'gauge', [], 'Unix time the warehouse series below were read'),
-  lastSuccessfulRun: family('recruit_etl_last_successful_run_timestamp_seconds', 'gauge', [], 'Unix time the last run recorded succeeded in etl.runs ended, any command'),
-  lastSuccessfulExtract: family('recruit_etl_last_successful_extract_timestamp_seconds', 'gauge', [], 'Unix time the last run or extract recorded succeeded in etl.runs ended'),
-  newestEvent: family('recruit_etl_newest_event_published_timestamp_seconds', 'gauge', [], 'Newest publishedTime among the stored events, Unix time (the upstream clock)'),
-  cursorAge: family('recruit_etl_cursor_age_seconds', 'gauge', [], 'Seconds since the oldest cursor of an active stream was stored, when this file was written'),
-  streamLastPoll: family('recruit_etl_stream_last_poll_timestamp_seconds', 'gauge', ['stream_id'], 'Unix time the cursor of the active stream was last stored'),
-  streamEvents: family('recruit_etl_stream_events_total', 'counter', ['stream_id'], 'Events stored on the stream (its last stream position)'),
-  streamQuarantined: family('recruit_etl_stream_quarantined_events_total', 'counter', ['stream_id'], 'Events of the stream stored in their quarantined form (docs/ingest.md "Quarantine")'),
-  dataQuality: family('recruit_etl_data_quality_findings', 'gauge', ['check'], 'Findings of each data-quality check of the last transform (main.dq_summary)'),
+  lastSuccessfulRun: family(
+    'recruit_etl_last_successful_run_timestamp_seconds',
+    'gauge',
+    [],
+    'Unix time the last run recorded succeeded in etl.runs ended, any command',
+  ),
+  lastSuccessfulExtract: family(
+    'recruit_etl_last_successful_extract_timestamp_seconds',
+    'gauge',
+    [],
+    'Unix time the last run or extract recorded succeeded in etl.runs ended',
+  ),
+  newestEvent: family(
+    'recruit_etl_newest_event_published_timestamp_seconds',
+    'gauge',
+    [],
+    'Newest publishedTime among the stored events, Unix time (the upstream clock)',
+  ),
+  cursorAge: family(
+    'recruit_etl_cursor_age_seconds',
+    'gauge',
+    [],
+    'Seconds since the oldest cursor of an active stream was stored, when this file was written',
+  ),
+  streamLastPoll: family(
+    'recruit_etl_stream_last_poll_timestamp_seconds',
+    'gauge',
+    ['stream_id'],
+    'Unix time the cursor of the active stream was last stored',
+  ),
+  streamEvents: family(
+    'recruit_etl_stream_events_total',
+    'counter',
+    ['stream_id'],
+    'Events stored on the stream (its last stream position)',
+  ),
+  streamQuarantined: family(
+    'recruit_etl_stream_quarantined_events_total',
+    'counter',
+    ['stream_id'],
+    'Events of the stream stored in their quarantined form (docs/ingest.md "Quarantine")',
+  ),
+  dataQuality: family(
+    'recruit_etl_data_quality_findings',
+    'gauge',
+    ['check'],
+    'Findings of each data-quality check of the last transform (main.dq_summary)',
+  ),
 } as const satisfies Record<string, Family>;
 
 /** The families read from the warehouse (kept from the previous file when it could not be read). */
-const WAREHOUSE_KEYS = ['warehouseRead', 'lastSuccessfulRun', 'lastSuccessfulExtract', 'newestEvent', 'streamLastPoll', 'streamEvents', 'streamQuarantined', 'dataQuality'] as const;
+const WAREHOUSE_KEYS = [
+  'warehouseRead',
+  'lastSuccessfulRun',
+  'lastSuccessfulExtract',
+  'newestEvent',
+  'streamLastPoll',
+  'streamEvents',
+  'streamQuarantined',
+  'dataQuality',
+] as const;
 
 /** One sample: its labels and value. */
 export interface Sample {
@@ -110,7 +184,12 @@ export function readSeries(text: string): Series {
 function warehouseSamples(w: WarehouseSeries): Series {
   const one = (v: number | null): Sample[] => (v === null ? [] : [{ labels: {}, value: v }]);
   const byStream = (pick: (s: WarehouseSeries['streams'][number]) => number | null, active = false): Sample[] =>
-    w.streams.filter((s) => !active || s.active).flatMap((s) => { const v = pick(s); return v === null ? [] : [{ labels: { stream_id: s.streamId }, value: v }]; });
+    w.streams
+      .filter((s) => !active || s.active)
+      .flatMap((s) => {
+        const v = pick(s);
+        return v === null ? [] : [{ labels: { stream_id: s.streamId }, value: v }];
+      });
   return new Map([
     [METRICS.warehouseRead.name, one(w.readAt.getTime() / 1000)],
     [METRICS.lastSuccessfulRun.name, one(w.lastSuccessfulRunSeconds)],
@@ -142,11 +221,20 @@ export function nextSeries(previous: Series, outcome: CommandOutcome): Series {
   next.set(METRICS.lastRun.name, [...others(METRICS.lastRun), { labels: own, value: end }]);
   const lastSuccess = prev(METRICS.lastSuccess);
   next.set(METRICS.lastSuccess.name, outcome.exitCode === 0 ? put(lastSuccess, own, end) : lastSuccess);
-  next.set(METRICS.duration.name, [...others(METRICS.duration), { labels: own, value: Math.max(0, (outcome.finishedAt.getTime() - outcome.startedAt.getTime()) / 1000) }]);
+  next.set(METRICS.duration.name, [
+    ...others(METRICS.duration),
+    { labels: own, value: Math.max(0, (outcome.finishedAt.getTime() - outcome.startedAt.getTime()) / 1000) },
+  ]);
   next.set(METRICS.exitCode.name, [...others(METRICS.exitCode), { labels: own, value: outcome.exitCode }]);
   const before = prev(METRICS.events).find((s) => s.labels['command'] === outcome.command)?.value ?? 0;
-  next.set(METRICS.events.name, [...others(METRICS.events), { labels: own, value: Math.max(0, before) + Math.max(0, outcome.eventsLoaded) }]);
-  const stages = Object.entries(outcome.stageSeconds ?? {}).map(([stage, value]) => ({ labels: { command: outcome.command, stage }, value }));
+  next.set(METRICS.events.name, [
+    ...others(METRICS.events),
+    { labels: own, value: Math.max(0, before) + Math.max(0, outcome.eventsLoaded) },
+  ]);
+  const stages = Object.entries(outcome.stageSeconds ?? {}).map(([stage, value]) => ({
+    labels: { command: outcome.command, stage },
+    value,
+  }));
   next.set(METRICS.stageDuration.name, [...others(METRICS.stageDuration), ...stages]);
 
   const wh = outcome.warehouse ? warehouseSamples(outcome.warehouse) : undefined;
@@ -162,7 +250,10 @@ export function nextSeries(previous: Series, outcome: CommandOutcome): Series {
   }
   // The age when the file is written, from the stored times (kept ones included).
   const polls = next.get(METRICS.streamLastPoll.name) ?? [];
-  next.set(METRICS.cursorAge.name, polls.length ? [{ labels: {}, value: Math.max(0, Math.round(end - Math.min(...polls.map((s) => s.value)))) }] : []);
+  next.set(
+    METRICS.cursorAge.name,
+    polls.length ? [{ labels: {}, value: Math.max(0, Math.round(end - Math.min(...polls.map((s) => s.value)))) }] : [],
+  );
   return next;
 }
 

@@ -55,7 +55,13 @@ export async function readWarehouseSeries(wh: Warehouse): Promise<WarehouseSerie
   };
   if (!(await tableExists(wh, 'etl', 'streams'))) return out;
   const quarantined = await quarantinedCountSql(wh);
-  const streams = await wh.all<{ stream_id: string; status: string; event_count: bigint; quarantined: bigint | number; polled: number | null }>(
+  const streams = await wh.all<{
+    stream_id: string;
+    status: string;
+    event_count: bigint;
+    quarantined: bigint | number;
+    polled: number | null;
+  }>(
     `select stream_id, status, event_count, ${quarantined} as quarantined, epoch(last_polled_at)::double as polled
      from etl.streams s order by stream_id`,
   );

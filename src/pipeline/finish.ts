@@ -53,13 +53,34 @@ function stageMs(r: JobResult): Record<string, number> {
 function runSummaryJson(r: JobResult): Record<string, unknown> {
   const { extract: e, transform: t, publish: p } = r;
   return {
-    extract: e && { stream: e.streamId, pages: e.pages, events: e.eventsLoaded, duplicatesSkipped: e.duplicatesSkipped, quarantined: e.quarantined, streamEventCount: e.streamEventCount, resumed: e.resumed },
+    extract: e && {
+      stream: e.streamId,
+      pages: e.pages,
+      events: e.eventsLoaded,
+      duplicatesSkipped: e.duplicatesSkipped,
+      quarantined: e.quarantined,
+      streamEventCount: e.streamEventCount,
+      resumed: e.resumed,
+    },
     sites: r.sites,
-    transform: t && { models: t.models.length, mode: t.mode, ...(t.fullReason ? { fullReason: t.fullReason } : {}), newDeliveries: t.newDeliveries, dq: t.dq },
+    transform: t && {
+      models: t.models.length,
+      mode: t.mode,
+      ...(t.fullReason ? { fullReason: t.fullReason } : {}),
+      newDeliveries: t.newDeliveries,
+      dq: t.dq,
+    },
     stageMs: stageMs(r),
     export: r.export && { files: r.export.files.map((f) => ({ model: f.model, rows: f.rows })) },
     report: r.report && { file: r.report.path, bytes: r.report.bytes, trials: r.report.trials },
-    publish: p && { schema: p.schema, snapshotId: p.snapshotId, events: p.events, models: p.models, merged: p.merged, compacted: p.compacted },
+    publish: p && {
+      schema: p.schema,
+      snapshotId: p.snapshotId,
+      events: p.events,
+      models: p.models,
+      merged: p.merged,
+      compacted: p.compacted,
+    },
   };
 }
 
@@ -70,12 +91,22 @@ async function summaryFacts(wh: Warehouse, r: JobResult): Promise<Pick<RunSummar
     if (r.transform) {
       facts.dq = Object.fromEntries(r.transform.dq.map((d) => [d.check, d.count]));
       facts.dqSource = 'this run';
-    } else if ((await wh.one<{ n: bigint }>("select count(*) as n from information_schema.tables where table_schema = 'main' and table_name = 'dq_summary'"))?.n) {
-      const rows = await wh.all<{ check_name: string; issue_count: bigint | number }>('select check_name, issue_count from main.dq_summary order by check_name');
+    } else if (
+      (
+        await wh.one<{ n: bigint }>(
+          "select count(*) as n from information_schema.tables where table_schema = 'main' and table_name = 'dq_summary'",
+        )
+      )?.n
+    ) {
+      const rows = await wh.all<{ check_name: string; issue_count: bigint | number }>(
+        'select check_name, issue_count from main.dq_summary order by check_name',
+      );
       facts.dq = Object.fromEntries(rows.map((x) => [x.check_name, Number(x.issue_count)]));
       facts.dqSource = 'last transform';
     }
-    const age = await wh.one<{ age: number | null }>("select epoch(now() - max(last_polled_at))::double as age from etl.streams where status = 'active'");
+    const age = await wh.one<{ age: number | null }>(
+      "select epoch(now() - max(last_polled_at))::double as age from etl.streams where status = 'active'",
+    );
     facts.cursorAgeSeconds = age?.age === null || age?.age === undefined ? null : Math.max(0, Math.round(age.age));
   } catch {
     // The warehouse may be what failed; the summary still reports the rest.

@@ -183,7 +183,13 @@ async function extractStage(ctx: StageContext): Promise<StageOutcome> {
       }),
     ),
   );
-  const counts = { pages: r.pages, events: r.eventsLoaded, duplicatesSkipped: r.duplicatesSkipped, quarantined: r.quarantined, position: r.streamEventCount };
+  const counts = {
+    pages: r.pages,
+    events: r.eventsLoaded,
+    duplicatesSkipped: r.duplicatesSkipped,
+    quarantined: r.quarantined,
+    position: r.streamEventCount,
+  };
   return { results: { extract: r }, counts };
 }
 
@@ -217,7 +223,9 @@ async function transformStage(ctx: StageContext): Promise<StageOutcome> {
     ...(config.siteNames !== undefined ? { siteNames: config.siteNames } : {}),
     ...(config.trialTargets !== undefined ? { trialTargets: config.trialTargets } : {}),
   };
-  const r = await ctx.wh.interruptible(ctx.signal, () => runTransform(ctx.wh, { logger: ctx.logger, progress: ctx.progress, fullRefresh: config.fullRefresh, ...inputs }));
+  const r = await ctx.wh.interruptible(ctx.signal, () =>
+    runTransform(ctx.wh, { logger: ctx.logger, progress: ctx.progress, fullRefresh: config.fullRefresh, ...inputs }),
+  );
   return { results: { transform: r }, counts: { models: r.models.length, seeds: r.seeds.length } };
 }
 
@@ -225,7 +233,14 @@ async function transformStage(ctx: StageContext): Promise<StageOutcome> {
 async function exportStage(ctx: StageContext): Promise<StageOutcome> {
   const { config, wh } = ctx;
   const r = await wh.interruptible(ctx.signal, () =>
-    exportParquet({ wh, exportDir: config.exportDir, runId: ctx.runId, logger: ctx.logger, progress: ctx.progress, modes: readerModes(config.fileMode) }),
+    exportParquet({
+      wh,
+      exportDir: config.exportDir,
+      runId: ctx.runId,
+      logger: ctx.logger,
+      progress: ctx.progress,
+      modes: readerModes(config.fileMode),
+    }),
   );
   return { results: { export: r }, counts: { files: r.files.length } };
 }
@@ -286,7 +301,15 @@ async function publishStage(ctx: StageContext): Promise<StageOutcome> {
  * only with `--microsite-id` and publish only with `--lake`; each other command its own.
  */
 export const STAGES: readonly StageDef[] = [
-  { name: 'extract', commands: ['run', 'extract'], needs: 'events', http: true, writes: true, run: extractStage, countsIfStopped: extractCommitted },
+  {
+    name: 'extract',
+    commands: ['run', 'extract'],
+    needs: 'events',
+    http: true,
+    writes: true,
+    run: extractStage,
+    countsIfStopped: extractCommitted,
+  },
   {
     name: 'sites',
     commands: ['run', 'sites'],

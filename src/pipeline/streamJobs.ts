@@ -23,7 +23,12 @@ export async function retireStreamJob(config: Config, streamId: string, confirme
   try {
     await wh.migrate();
     const { state, already } = await new StreamStore(wh).retire(streamId, confirmed);
-    logger.debug({ stream: state.streamId, events: state.eventCount, already }, already ? 'stream was already retired' : 'stream retired: its rows stay; no extract pages it unless a run uses its filter and origin again');
+    logger.debug(
+      { stream: state.streamId, events: state.eventCount, already },
+      already
+        ? 'stream was already retired'
+        : 'stream retired: its rows stay; no extract pages it unless a run uses its filter and origin again',
+    );
     const line = (await readStatus(wh)).streams.find((s) => s.streamId === state.streamId);
     if (!line) throw new Error(`stream ${state.streamId} vanished`);
     return line;

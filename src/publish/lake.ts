@@ -155,12 +155,14 @@ export function objectStoreCredentials(env: Readonly<Record<string, string | und
   const keyId = envValue(env, 'AWS_ACCESS_KEY_ID');
   if (keyId === undefined) return undefined;
   const secret = envValue(env, 'AWS_SECRET_ACCESS_KEY');
-  if (secret === undefined) throw new ConfigError('AWS_ACCESS_KEY_ID is set but AWS_SECRET_ACCESS_KEY is not: the lake\'s object store needs both');
+  if (secret === undefined)
+    throw new ConfigError("AWS_ACCESS_KEY_ID is set but AWS_SECRET_ACCESS_KEY is not: the lake's object store needs both");
   const sessionToken = envValue(env, 'AWS_SESSION_TOKEN');
   const region = envValue(env, 'AWS_REGION') ?? envValue(env, 'AWS_DEFAULT_REGION') ?? 'us-east-1';
   const endpointVar = envValue(env, 'AWS_ENDPOINT_URL_S3') !== undefined ? 'AWS_ENDPOINT_URL_S3' : 'AWS_ENDPOINT_URL';
   const endpointUrl = envValue(env, endpointVar);
-  if (endpointUrl === undefined) return { keyId, secret, ...(sessionToken ? { sessionToken } : {}), region, useSsl: true, urlStyle: 'vhost' };
+  if (endpointUrl === undefined)
+    return { keyId, secret, ...(sessionToken ? { sessionToken } : {}), region, useSsl: true, urlStyle: 'vhost' };
   let url: URL | undefined;
   try {
     url = new URL(endpointUrl);
@@ -170,7 +172,15 @@ export function objectStoreCredentials(env: Readonly<Record<string, string | und
   if (url === undefined || (url.protocol !== 'http:' && url.protocol !== 'https:') || (url.pathname !== '/' && url.pathname !== '')) {
     throw new ConfigError(`${endpointVar} must be an http:// or https:// URL of the S3 endpoint, such as https://minio.internal:9000`);
   }
-  return { keyId, secret, ...(sessionToken ? { sessionToken } : {}), region, endpoint: url.host, useSsl: url.protocol === 'https:', urlStyle: 'path' };
+  return {
+    keyId,
+    secret,
+    ...(sessionToken ? { sessionToken } : {}),
+    region,
+    endpoint: url.host,
+    useSsl: url.protocol === 'https:',
+    urlStyle: 'path',
+  };
 }
 
 /** The values of the `AWS_*` variables that must never be logged (registered with the run's secrets). */
@@ -250,7 +260,12 @@ async function loadExtension(wh: Warehouse, ext: string): Promise<void> {
  * @throws {ConfigError} an extension cannot be loaded, the AWS_* variables are invalid, or the warehouse's own catalog is named {@link LAKE_ALIAS} (exit 2)
  * @throws {WarehouseError} the catalog cannot be reached or opened (exit 7)
  */
-export async function attachLake(wh: Warehouse, lake: string, dataPath: string | undefined, env: Readonly<Record<string, string | undefined>> = process.env): Promise<void> {
+export async function attachLake(
+  wh: Warehouse,
+  lake: string,
+  dataPath: string | undefined,
+  env: Readonly<Record<string, string | undefined>> = process.env,
+): Promise<void> {
   const conninfo = postgresConninfo(lake);
   const creds = objectStoreCredentials(env);
   const remote = dataPath !== undefined && REMOTE_DATA_PATH_RE.test(dataPath);
@@ -259,9 +274,14 @@ export async function attachLake(wh: Warehouse, lake: string, dataPath: string |
   // when httpfs is there, and a lake on an object store without httpfs fails at its first read.
   if (creds !== undefined && (remote || (await loadHttpfsIfThere(wh)))) await createObjectStoreSecret(wh, creds);
   // `attach if not exists` would take a database already attached under the alias for the lake.
-  const taken = await wh.one<{ n: bigint }>(`select count(*) as n from duckdb_databases() where lower(database_name) in (lower(?), lower(?))`, [LAKE_ALIAS, `${LAKE_ALIAS}_pg`]);
+  const taken = await wh.one<{ n: bigint }>(
+    `select count(*) as n from duckdb_databases() where lower(database_name) in (lower(?), lower(?))`,
+    [LAKE_ALIAS, `${LAKE_ALIAS}_pg`],
+  );
   if (Number(taken?.n ?? 0) > 0) {
-    throw new ConfigError(`the warehouse's catalog is named ${LAKE_ALIAS}, the name the job attaches the lake under`, { hint: 'rename the warehouse file (--db)' });
+    throw new ConfigError(`the warehouse's catalog is named ${LAKE_ALIAS}, the name the job attaches the lake under`, {
+      hint: 'rename the warehouse file (--db)',
+    });
   }
   const opts = [`data_inlining_row_limit 0`, ...(dataPath !== undefined ? [`data_path ${sqlString(dataPath)}`] : [])];
   try {
@@ -327,7 +347,9 @@ export async function publishToLake(opts: PublishOptions): Promise<PublishResult
     // would make two first publishes of different pipelines conflict on the catalog).
     await wh.run(`create schema if not exists ${S}; create schema if not exists ${L}.${ALL_PIPELINES_SCHEMA}`);
     const models = (
-      await wh.all<{ name: string }>(`select table_name as name from information_schema.tables where table_catalog = current_database() and table_schema = 'main' order by 1`)
+      await wh.all<{ name: string }>(
+        `select table_name as name from information_schema.tables where table_catalog = current_database() and table_schema = 'main' order by 1`,
+      )
     )
       .map((r) => r.name)
       .filter(isExportedModel);
@@ -341,12 +363,27 @@ export async function publishToLake(opts: PublishOptions): Promise<PublishResult
     }
     // The committed snapshot: current_snapshot() inside the transaction is the one before it.
     const { unchanged, ...done } = result;
-    const snap = unchanged ? undefined : await wh.one<{ id: bigint }>(`select max(snapshot_id) as id from ${L}.snapshots() where commit_message = ?`, [`publish ${schema} run ${runId}`]);
+    const snap = unchanged
+      ? undefined
+      : await wh.one<{ id: bigint }>(`select max(snapshot_id) as id from ${L}.snapshots() where commit_message = ?`, [
+          `publish ${schema} run ${runId}`,
+        ]);
     // The views, in a session of their own (their names must not meet the warehouse's catalog).
     await refreshAllPipelinesViews(wh, { lake: opts.lake, dataPath: opts.dataPath, env, logger, schema, runId });
     const compacted = unchanged ? false : await compactRawEvents(wh, schema, logger);
     const out: PublishResult = { ...done, snapshotId: Number(snap?.id ?? done.snapshotId), compacted, durationMs: Date.now() - started };
-    logger.info({ schema, snapshotId: out.snapshotId, events: out.events, models: out.models.length, streams: out.streams, compacted, durationMs: out.durationMs }, 'published to the lake');
+    logger.info(
+      {
+        schema,
+        snapshotId: out.snapshotId,
+        events: out.events,
+        models: out.models.length,
+        streams: out.streams,
+        compacted,
+        durationMs: out.durationMs,
+      },
+      'published to the lake',
+    );
     return out;
   } finally {
     await detachLake(wh);
@@ -358,7 +395,9 @@ type PublishDone = Omit<PublishResult, 'compacted' | 'durationMs'> & { unchanged
 
 /** The unique keys of the model catalog (incremental models, and the fct_ views over int_ tables): those models are merged by key. */
 function incrementalKeys(): Map<string, readonly string[]> {
-  return new Map(loadModelCatalog().models.flatMap((m) => (m.uniqueKey !== undefined && m.uniqueKey.length > 0 ? [[m.name, m.uniqueKey] as const] : [])));
+  return new Map(
+    loadModelCatalog().models.flatMap((m) => (m.uniqueKey !== undefined && m.uniqueKey.length > 0 ? [[m.name, m.uniqueKey] as const] : [])),
+  );
 }
 
 /**
@@ -378,14 +417,23 @@ async function publishInTransaction(
   const S = `${L}.${ident(schema)}`;
   if (p.pg) await lockSchema(wh, schema);
   await claimSchema(wh, schema, p.me, opts.pipelineMoved === true, runId, logger);
-  const exists = await wh.one<{ n: bigint }>(`select count(*) as n from duckdb_tables() where database_name = '${L}' and lower(schema_name) = ? and table_name = '${LAKE_WATERMARKS}'`, [schema]);
+  const exists = await wh.one<{ n: bigint }>(
+    `select count(*) as n from duckdb_tables() where database_name = '${L}' and lower(schema_name) = ? and table_name = '${LAKE_WATERMARKS}'`,
+    [schema],
+  );
   if (Number(exists?.n ?? 0) === 0) {
     await wh.run(`create table ${S}.${LAKE_RAW_EVENTS} as select * from raw.events limit 0`);
-    await wh.run(`create table ${S}.${LAKE_WATERMARKS} (stream_id varchar, stream_position bigint, models_built_at varchar, run_id varchar, published_at timestamptz)`);
+    await wh.run(
+      `create table ${S}.${LAKE_WATERMARKS} (stream_id varchar, stream_position bigint, models_built_at varchar, run_id varchar, published_at timestamptz)`,
+    );
   }
-  const before = await wh.all<{ stream_id: string; stream_position: bigint; models_built_at: string | null }>(`select stream_id, stream_position, models_built_at from ${S}.${LAKE_WATERMARKS}`);
+  const before = await wh.all<{ stream_id: string; stream_position: bigint; models_built_at: string | null }>(
+    `select stream_id, stream_position, models_built_at from ${S}.${LAKE_WATERMARKS}`,
+  );
   // Append the delta of every stream past its watermark (docs/lakehouse.md "Publishing").
-  const appended = await wh.one<{ n: bigint }>(`select count(*) as n from raw.events e left join ${S}.${LAKE_WATERMARKS} w using (stream_id) where e.stream_position > coalesce(w.stream_position, 0)`);
+  const appended = await wh.one<{ n: bigint }>(
+    `select count(*) as n from raw.events e left join ${S}.${LAKE_WATERMARKS} w using (stream_id) where e.stream_position > coalesce(w.stream_position, 0)`,
+  );
   const lastBuilt = before[0]?.models_built_at ?? null;
   const replace = builtAt !== null && (lastBuilt !== builtAt || before.length === 0) ? p.models : [];
   if (Number(appended?.n ?? 0) === 0 && replace.length === 0 && before.length > 0) {
@@ -393,7 +441,9 @@ async function publishInTransaction(
     const snap = await wh.one<{ id: bigint }>(`select id from ${L}.current_snapshot()`);
     return { schema, snapshotId: Number(snap?.id ?? -1), events: 0, models: [], merged: [], streams: 0, unchanged: true };
   }
-  await wh.run(`call ${L}.set_commit_message('recruit-etl', ${sqlString(`publish ${schema} run ${runId}`)}, extra_info => ${sqlString(JSON.stringify({ pipeline: schema, runId }))})`);
+  await wh.run(
+    `call ${L}.set_commit_message('recruit-etl', ${sqlString(`publish ${schema} run ${runId}`)}, extra_info => ${sqlString(JSON.stringify({ pipeline: schema, runId }))})`,
+  );
   await wh.run(
     `insert into ${S}.${LAKE_RAW_EVENTS} by name select e.* from raw.events e left join ${S}.${LAKE_WATERMARKS} w using (stream_id) where e.stream_position > coalesce(w.stream_position, 0) order by e.stream_id, e.stream_position`,
   );
@@ -401,13 +451,26 @@ async function publishInTransaction(
   failpoint('lake.mid-publish');
   const merged: string[] = [];
   for (const m of replace) if (await writeModel(wh, schema, m, p.keys.get(m))) merged.push(m);
-  const marks = await wh.all<{ stream_id: string; p: bigint }>('select stream_id, max(stream_position) as p from raw.events group by stream_id');
+  const marks = await wh.all<{ stream_id: string; p: bigint }>(
+    'select stream_id, max(stream_position) as p from raw.events group by stream_id',
+  );
   const moved = marks.filter((m) => before.find((b) => b.stream_id === m.stream_id)?.stream_position !== m.p).length;
   await wh.run(`delete from ${S}.${LAKE_WATERMARKS}`);
-  await wh.run(`insert into ${S}.${LAKE_WATERMARKS} select stream_id, max(stream_position), ?, ?, now() from raw.events group by stream_id`, [builtAt ?? lastBuilt, runId]);
+  await wh.run(
+    `insert into ${S}.${LAKE_WATERMARKS} select stream_id, max(stream_position), ?, ?, now() from raw.events group by stream_id`,
+    [builtAt ?? lastBuilt, runId],
+  );
   failpoint('lake.before-commit');
   const snap = await wh.one<{ id: bigint }>(`select id from ${L}.current_snapshot()`);
-  return { schema, snapshotId: Number(snap?.id ?? -1), events: Number(appended?.n ?? 0), models: replace, merged, streams: moved, unchanged: false };
+  return {
+    schema,
+    snapshotId: Number(snap?.id ?? -1),
+    events: Number(appended?.n ?? 0),
+    models: replace,
+    merged,
+    streams: moved,
+    unchanged: false,
+  };
 }
 
 /**
@@ -415,9 +478,12 @@ async function publishInTransaction(
  */
 function checkSchemaName(schema: string): void {
   if (LAKE_SCHEMA_RE.test(schema) && !RESERVED_SCHEMAS.includes(schema)) return;
-  throw new ConfigError(`--lake-schema (RECRUIT_ETL_LAKE_SCHEMA): ${JSON.stringify(schema.slice(0, 80))} must be lower-case letters, digits and _ (starting with a letter), not ${RESERVED_SCHEMAS.join(', ')}`, {
-    hint: 'the default is the --environment label in lower case: give --lake-schema',
-  });
+  throw new ConfigError(
+    `--lake-schema (RECRUIT_ETL_LAKE_SCHEMA): ${JSON.stringify(schema.slice(0, 80))} must be lower-case letters, digits and _ (starting with a letter), not ${RESERVED_SCHEMAS.join(', ')}`,
+    {
+      hint: 'the default is the --environment label in lower case: give --lake-schema',
+    },
+  );
 }
 
 /**
@@ -511,8 +577,13 @@ export interface PipelineIdentity {
 /** The identity of the warehouse `wh` (read in the job's own session). */
 export async function warehouseIdentity(wh: Warehouse, environment: string | undefined): Promise<PipelineIdentity> {
   const created = await wh.one<{ us: bigint | null }>('select epoch_us(min(applied_at)) as us from etl.schema_migrations');
-  const streams = (await wh.all<{ stream_id: string }>('select stream_id from etl.streams order by created_at, stream_id')).map((r) => r.stream_id);
-  const warehouseId = `wh_${createHash('sha256').update(`recruit-etl warehouse ${String(created?.us ?? 0n)}`).digest('hex').slice(0, 16)}`;
+  const streams = (await wh.all<{ stream_id: string }>('select stream_id from etl.streams order by created_at, stream_id')).map(
+    (r) => r.stream_id,
+  );
+  const warehouseId = `wh_${createHash('sha256')
+    .update(`recruit-etl warehouse ${String(created?.us ?? 0n)}`)
+    .digest('hex')
+    .slice(0, 16)}`;
   return { warehouseId, warehouseFile: wh.path, environment: environment ?? '', streams };
 }
 
@@ -523,14 +594,30 @@ export async function warehouseIdentity(wh: Warehouse, environment: string | und
  * warehouse's. With `moved`, this warehouse takes the schema over.
  * @throws {ConfigError} the schema is another warehouse's (exit 2): nothing written
  */
-async function claimSchema(wh: Warehouse, schema: string, me: PipelineIdentity, moved: boolean, runId: string, logger: Logger): Promise<void> {
+async function claimSchema(
+  wh: Warehouse,
+  schema: string,
+  me: PipelineIdentity,
+  moved: boolean,
+  runId: string,
+  logger: Logger,
+): Promise<void> {
   const S = `${LAKE_ALIAS}.${ident(schema)}`;
   const has = async (table: string): Promise<boolean> =>
-    Number((await wh.one<{ n: bigint }>(`select count(*) as n from duckdb_tables() where database_name = '${LAKE_ALIAS}' and lower(schema_name) = ? and table_name = ?`, [schema, table]))?.n ?? 0) > 0;
+    Number(
+      (
+        await wh.one<{ n: bigint }>(
+          `select count(*) as n from duckdb_tables() where database_name = '${LAKE_ALIAS}' and lower(schema_name) = ? and table_name = ?`,
+          [schema, table],
+        )
+      )?.n ?? 0,
+    ) > 0;
   let owner: { warehouse_id: string; warehouse_file: string; environment: string; claimed_at: string } | undefined;
   let foreign: string[] = [];
   if (await has(LAKE_PIPELINE)) {
-    owner = await wh.one(`select warehouse_id, warehouse_file, environment, claimed_at::varchar as claimed_at from ${S}.${LAKE_PIPELINE} order by claimed_at desc limit 1`);
+    owner = await wh.one(
+      `select warehouse_id, warehouse_file, environment, claimed_at::varchar as claimed_at from ${S}.${LAKE_PIPELINE} order by claimed_at desc limit 1`,
+    );
     if (owner?.warehouse_id === me.warehouseId) return;
   } else if (await has(LAKE_WATERMARKS)) {
     const theirs = (await wh.all<{ stream_id: string }>(`select stream_id from ${S}.${LAKE_WATERMARKS}`)).map((r) => r.stream_id);
@@ -538,13 +625,23 @@ async function claimSchema(wh: Warehouse, schema: string, me: PipelineIdentity, 
   }
   const someoneElse = owner !== undefined || foreign.length > 0;
   if (someoneElse && !moved) {
-    const who = owner !== undefined ? `the warehouse ${owner.warehouse_file} (environment ${JSON.stringify(owner.environment)}, since ${owner.claimed_at})` : `another warehouse (streams ${foreign.slice(0, 3).join(', ')})`;
-    throw new ConfigError(`the lake schema ${schema} belongs to another pipeline: ${who}; this warehouse ${me.warehouseFile} (environment ${JSON.stringify(me.environment)}) would mix its data into it`, {
-      hint: 'give this pipeline its own schema (--lake-schema, or another --environment); if this warehouse replaces that one (the same pipeline moved or rebuilt), publish once with --lake-pipeline-moved',
-    });
+    const who =
+      owner !== undefined
+        ? `the warehouse ${owner.warehouse_file} (environment ${JSON.stringify(owner.environment)}, since ${owner.claimed_at})`
+        : `another warehouse (streams ${foreign.slice(0, 3).join(', ')})`;
+    throw new ConfigError(
+      `the lake schema ${schema} belongs to another pipeline: ${who}; this warehouse ${me.warehouseFile} (environment ${JSON.stringify(me.environment)}) would mix its data into it`,
+      {
+        hint: 'give this pipeline its own schema (--lake-schema, or another --environment); if this warehouse replaces that one (the same pipeline moved or rebuilt), publish once with --lake-pipeline-moved',
+      },
+    );
   }
-  if (someoneElse) logger.warn({ schema, previous: owner?.warehouse_id ?? null }, 'the lake schema now belongs to this warehouse (--lake-pipeline-moved)');
-  if (!(await has(LAKE_PIPELINE))) await wh.run(`create table ${S}.${LAKE_PIPELINE} (warehouse_id varchar, warehouse_file varchar, environment varchar, claimed_at timestamptz, run_id varchar)`);
+  if (someoneElse)
+    logger.warn({ schema, previous: owner?.warehouse_id ?? null }, 'the lake schema now belongs to this warehouse (--lake-pipeline-moved)');
+  if (!(await has(LAKE_PIPELINE)))
+    await wh.run(
+      `create table ${S}.${LAKE_PIPELINE} (warehouse_id varchar, warehouse_file varchar, environment varchar, claimed_at timestamptz, run_id varchar)`,
+    );
   await wh.run(`delete from ${S}.${LAKE_PIPELINE}`);
   await wh.run(`insert into ${S}.${LAKE_PIPELINE} values (?, ?, ?, now(), ?)`, [me.warehouseId, me.warehouseFile, me.environment, runId]);
 }
@@ -564,7 +661,13 @@ async function pendingViews(wh: Warehouse): Promise<string[]> {
         and t.table_name not in ('${LAKE_WATERMARKS}', '${LAKE_PIPELINE}')
       order by 2, 1`,
   );
-  const views = new Map((await wh.all<{ view_name: string; sql: string }>(`select view_name, sql from duckdb_views() where database_name = '${L}' and schema_name = '${ALL_PIPELINES_SCHEMA}'`)).map((v) => [v.view_name, v.sql]));
+  const views = new Map(
+    (
+      await wh.all<{ view_name: string; sql: string }>(
+        `select view_name, sql from duckdb_views() where database_name = '${L}' and schema_name = '${ALL_PIPELINES_SCHEMA}'`,
+      )
+    ).map((v) => [v.view_name, v.sql]),
+  );
   const byTable = new Map<string, string[]>();
   for (const t of tables) byTable.set(t.table_name, [...(byTable.get(t.table_name) ?? []), t.schema_name]);
   const out: string[] = [];
@@ -589,7 +692,14 @@ async function pendingViews(wh: Warehouse): Promise<string[]> {
  */
 async function refreshAllPipelinesViews(
   wh: Warehouse,
-  o: { lake: string; dataPath: string | undefined; env: Readonly<Record<string, string | undefined>>; logger: Logger; schema: string; runId: string },
+  o: {
+    lake: string;
+    dataPath: string | undefined;
+    env: Readonly<Record<string, string | undefined>>;
+    logger: Logger;
+    schema: string;
+    runId: string;
+  },
 ): Promise<void> {
   let side: Warehouse | undefined;
   try {
@@ -599,7 +709,9 @@ async function refreshAllPipelinesViews(
     await attachLake(side, o.lake, o.dataPath, o.env);
     const s = side;
     await s.transaction(async () => {
-      await s.run(`call ${LAKE_ALIAS}.set_commit_message('recruit-etl', ${sqlString(`all_pipelines views after publish ${o.schema} run ${o.runId}`)})`);
+      await s.run(
+        `call ${LAKE_ALIAS}.set_commit_message('recruit-etl', ${sqlString(`all_pipelines views after publish ${o.schema} run ${o.runId}`)})`,
+      );
       for (const sql of statements) await s.run(sql);
     });
     o.logger.info({ views: statements.length }, 'all_pipelines views written');
@@ -621,7 +733,9 @@ async function refreshAllPipelinesViews(
  */
 async function compactRawEvents(wh: Warehouse, schema: string, logger: Logger): Promise<boolean> {
   try {
-    const files = await wh.one<{ n: bigint }>(`select count(*) as n from ducklake_list_files('${LAKE_ALIAS}', '${LAKE_RAW_EVENTS}', schema => '${schema}')`);
+    const files = await wh.one<{ n: bigint }>(
+      `select count(*) as n from ducklake_list_files('${LAKE_ALIAS}', '${LAKE_RAW_EVENTS}', schema => '${schema}')`,
+    );
     if (Number(files?.n ?? 0) < COMPACT_FILE_COUNT) return false;
     await wh.run(`call ducklake_merge_adjacent_files('${LAKE_ALIAS}', '${LAKE_RAW_EVENTS}', schema => '${schema}')`);
     return true;

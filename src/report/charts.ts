@@ -86,7 +86,14 @@ export function weeklySpec(rows: ChartRow[], field: string, title: string): TopL
       { mark: { type: 'line' } },
       {
         mark: { type: 'point', filled: true, size: 36 },
-        encoding: { shape: { field: 'partial', type: 'nominal', title: 'week', scale: { domain: ['complete', 'partial (as of)'], range: ['circle', 'triangle-up'] } } },
+        encoding: {
+          shape: {
+            field: 'partial',
+            type: 'nominal',
+            title: 'week',
+            scale: { domain: ['complete', 'partial (as of)'], range: ['circle', 'triangle-up'] },
+          },
+        },
       },
     ],
   };
@@ -121,7 +128,10 @@ export function medianP90Spec(rows: ChartRow[], unit: string, title: string): To
       ...weekBySite('referral week (Monday, UTC)'),
     },
     layer: [
-      { mark: { type: 'rule', opacity: 0.5 }, encoding: { y: { field: 'median', type: 'quantitative', title: unit }, y2: { field: 'p90' } } },
+      {
+        mark: { type: 'rule', opacity: 0.5 },
+        encoding: { y: { field: 'median', type: 'quantitative', title: unit }, y2: { field: 'p90' } },
+      },
       { mark: { type: 'point', filled: true }, encoding: { y: { field: 'median', type: 'quantitative', title: unit } } },
     ],
   };
@@ -142,17 +152,43 @@ export interface ForecastChart {
  * target (horizontal rule) and the target date (vertical rule).
  */
 export function forecastSpec(c: ForecastChart): TopLevelSpec {
-  const x = { field: 'date', type: 'temporal', timeUnit: 'utcyearmonthdate', title: null, axis: { format: '%d %b %Y', labelAngle: 0, tickCount: 6 } } as const;
+  const x = {
+    field: 'date',
+    type: 'temporal',
+    timeUnit: 'utcyearmonthdate',
+    title: null,
+    axis: { format: '%d %b %Y', labelAngle: 0, tickCount: 6 },
+  } as const;
   const layers: object[] = [
-    { data: { values: c.band }, mark: { type: 'area', color: '#3b6ea5', opacity: 0.2 }, encoding: { x, y: { field: 'low', type: 'quantitative', title: 'patients enrolled' }, y2: { field: 'high' } } },
-    { data: { values: c.band }, mark: { type: 'line', color: '#3b6ea5', strokeDash: [5, 3] }, encoding: { x, y: { field: 'median', type: 'quantitative' } } },
-    { data: { values: c.history }, mark: { type: 'line', color: '#1d2630', point: { size: 16, color: '#1d2630' } }, encoding: { x, y: { field: 'enrolled', type: 'quantitative' } } },
+    {
+      data: { values: c.band },
+      mark: { type: 'area', color: '#3b6ea5', opacity: 0.2 },
+      encoding: { x, y: { field: 'low', type: 'quantitative', title: 'patients enrolled' }, y2: { field: 'high' } },
+    },
+    {
+      data: { values: c.band },
+      mark: { type: 'line', color: '#3b6ea5', strokeDash: [5, 3] },
+      encoding: { x, y: { field: 'median', type: 'quantitative' } },
+    },
+    {
+      data: { values: c.history },
+      mark: { type: 'line', color: '#1d2630', point: { size: 16, color: '#1d2630' } },
+      encoding: { x, y: { field: 'enrolled', type: 'quantitative' } },
+    },
   ];
   if (c.target !== null) {
-    layers.push({ data: { values: [{ target: c.target }] }, mark: { type: 'rule', color: '#a1260d' }, encoding: { y: { field: 'target', type: 'quantitative' } } });
+    layers.push({
+      data: { values: [{ target: c.target }] },
+      mark: { type: 'rule', color: '#a1260d' },
+      encoding: { y: { field: 'target', type: 'quantitative' } },
+    });
   }
   if (c.targetDate !== null) {
-    layers.push({ data: { values: [{ date: c.targetDate }] }, mark: { type: 'rule', color: '#a1260d', strokeDash: [2, 2] }, encoding: { x } });
+    layers.push({
+      data: { values: [{ date: c.targetDate }] },
+      mark: { type: 'rule', color: '#a1260d', strokeDash: [2, 2] },
+      encoding: { x },
+    });
   }
   return {
     width: 560,

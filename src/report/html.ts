@@ -49,7 +49,12 @@ export function html(strings: TemplateStringsArray, ...values: HtmlValue[]): Saf
 export function trustedSvg(svg: string): SafeHtml {
   // Attribute values blanked first: escaped data inside them (aria-label) is text, not markup.
   const tags = svg.replace(/"[^"]*"/g, '""');
-  if (!svg.startsWith('<svg') || !svg.endsWith('</svg>') || /<(script|foreignObject|iframe)\b/i.test(tags) || /<[^<>]*\son[a-z]+\s*=/i.test(tags)) {
+  if (
+    !svg.startsWith('<svg') ||
+    !svg.endsWith('</svg>') ||
+    /<(script|foreignObject|iframe)\b/i.test(tags) ||
+    /<[^<>]*\son[a-z]+\s*=/i.test(tags)
+  ) {
     throw new Error('a chart is not a plain SVG');
   }
   return new SafeHtml(svg);

@@ -9,7 +9,15 @@
  */
 import { forecastSpec, funnelSpec, medianP90Spec, renderSvg, sharesSpec, weeklySpec, type ChartRow, type ForecastChart } from './charts.js';
 import { html, SafeHtml, trustedSvg, type HtmlValue } from './html.js';
-import { FUNNEL_STAGES, type DataQuality, type ReportData, type Share, type SiteTotals, type TrialForecast, type TrialReport } from './reportData.js';
+import {
+  FUNNEL_STAGES,
+  type DataQuality,
+  type ReportData,
+  type Share,
+  type SiteTotals,
+  type TrialForecast,
+  type TrialReport,
+} from './reportData.js';
 
 /** The page's Content-Security-Policy: nothing may be loaded; inline styles and data: images only. */
 export const REPORT_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'";
@@ -66,7 +74,8 @@ function siteLabel(s: { siteId: string; siteName: string | null }): string {
 
 /** A share cell: `83.3% (5 / 6)`, or the mark of a right-censored cohort. */
 function shareCell(s: Share): SafeHtml {
-  if (s.numerator === null || s.denominator === null) return html`<td class="n censored" data-censored="true" title="window not complete as of the data">window open</td>`;
+  if (s.numerator === null || s.denominator === null)
+    return html`<td class="n censored" data-censored="true" title="window not complete as of the data">window open</td>`;
   return html`<td class="n">${pct(s.numerator, s.denominator)} <span class="muted">(${fmt(s.numerator)} / ${fmt(s.denominator)})</span></td>`;
 }
 
@@ -77,7 +86,9 @@ async function chart(spec: Parameters<typeof renderSvg>[0], name: string): Promi
 /** The sites drawn as their own series: the most referrals first; null when all are. */
 function chartedSites(totals: SiteTotals[]): Set<string> | null {
   if (totals.length <= CHART_SITES) return null;
-  const top = [...totals].sort((a, b) => b.referralsReceived - a.referralsReceived || a.siteId.localeCompare(b.siteId)).slice(0, CHART_SITES);
+  const top = [...totals]
+    .sort((a, b) => b.referralsReceived - a.referralsReceived || a.siteId.localeCompare(b.siteId))
+    .slice(0, CHART_SITES);
   return new Set(top.map((s) => s.siteId));
 }
 
@@ -131,11 +142,18 @@ export function forecastChartData(t: TrialReport, f: TrialForecast): ForecastCha
     .map(([week, n]) => ({ date: dayText(dayNumber(week) + 7), enrolled: (enrolled += n) }));
   history.push({ date: f.asOfDate, enrolled: f.enrolledToDate });
   const edge = (count91: number, reached: string | null | undefined): [number, number][] => {
-    const pts: [number, number][] = [[today, f.enrolledToDate], [today + 91, f.enrolledToDate + count91]];
+    const pts: [number, number][] = [
+      [today, f.enrolledToDate],
+      [today + 91, f.enrolledToDate + count91],
+    ];
     if (f.target !== null && reached) pts.push([dayNumber(reached), f.target]);
     return pts.sort((a, b) => a[0] - b[0]);
   };
-  const [low, mid, high] = [edge(f.next91d[0], f.reachedOn?.[2]), edge(f.next91d[1], f.reachedOn?.[1]), edge(f.next91d[2], f.reachedOn?.[0])];
+  const [low, mid, high] = [
+    edge(f.next91d[0], f.reachedOn?.[2]),
+    edge(f.next91d[1], f.reachedOn?.[1]),
+    edge(f.next91d[2], f.reachedOn?.[0]),
+  ];
   const xs = [...new Set([...low, ...mid, ...high].map(([x]) => x))].sort((a, b) => a - b);
   const band = xs.map((x) => ({ date: dayText(x), low: along(low, x), median: along(mid, x), high: along(high, x) }));
   return { history, band, target: f.target, targetDate: f.targetDate };
@@ -155,8 +173,12 @@ async function forecastSection(t: TrialReport): Promise<SafeHtml> {
       <tr><th>enrolled to date</th><td class="n" data-col="enrolled_to_date">${fmt(f.enrolledToDate)}</td></tr>
       <tr><th>target</th><td class="n" data-col="enrolment_target">${f.target === null ? 'none given' : fmt(f.target)}${f.targetDate === null ? '' : html` by <span class="date">${f.targetDate}</span>`}</td></tr>
       <tr><th>enrolments, next 91 days</th><td class="n" data-col="next_91d">${fmt(f.next91d[1])} <span class="muted">(${fmt(f.next91d[0])}–${fmt(f.next91d[2])})</span></td></tr>
-      ${reached === null ? '' : html`<tr><th>target reached on</th><td class="n" data-col="target_reached_on"><span class="date">${reached[1] ?? 'beyond 100 years'}</span>
-        <span class="muted">(<span class="date">${reached[0] ?? '–'}</span> – <span class="date">${reached[2] ?? 'beyond 100 years'}</span>)</span></td></tr>`}
+      ${
+        reached === null
+          ? ''
+          : html`<tr><th>target reached on</th><td class="n" data-col="target_reached_on"><span class="date">${reached[1] ?? 'beyond 100 years'}</span>
+        <span class="muted">(<span class="date">${reached[0] ?? '–'}</span> – <span class="date">${reached[2] ?? 'beyond 100 years'}</span>)</span></td></tr>`
+      }
       ${f.probabilityByTargetDate === null ? '' : html`<tr><th>chance of the target by its date</th><td class="n" data-col="probability">${probability}</td></tr>`}
     </tbody></table>${svg}</div>`;
 }
@@ -167,26 +189,46 @@ async function activitySection(t: TrialReport): Promise<SafeHtml> {
   for (const w of t.siteWeeks) {
     const series = charted === null || charted.has(w.siteId) ? siteLabel(w) : 'other sites';
     const key = `${series}\u0000${w.week}`;
-    const row = byKey.get(key) ?? { series, week: w.week, referrals: 0, enrolments: 0, partial: w.isCompleteWeek ? 'complete' : 'partial (as of)' };
+    const row = byKey.get(key) ?? {
+      series,
+      week: w.week,
+      referrals: 0,
+      enrolments: 0,
+      partial: w.isCompleteWeek ? 'complete' : 'partial (as of)',
+    };
     row['referrals'] = (row['referrals'] as number) + w.referralsReceived;
     row['enrolments'] = (row['enrolments'] as number) + w.enrolments;
     byKey.set(key, row);
   }
   const rows = [...byKey.values()];
-  const charts = rows.length === 0 ? [] : await Promise.all([weeklySpec(rows, 'referrals', 'Referrals received per week'), weeklySpec(rows, 'enrolments', 'Enrolments per week')].map((s, i) => chart(s, i === 0 ? 'weekly-referrals' : 'weekly-enrolments')));
+  const charts =
+    rows.length === 0
+      ? []
+      : await Promise.all(
+          [weeklySpec(rows, 'referrals', 'Referrals received per week'), weeklySpec(rows, 'enrolments', 'Enrolments per week')].map(
+            (s, i) => chart(s, i === 0 ? 'weekly-referrals' : 'weekly-enrolments'),
+          ),
+        );
   const table = t.siteTotals.map(
-    (s) => html`<tr data-site="${s.siteId}"><td>${siteLabel(s)}${s.siteName !== null ? html` <span class="muted"><code>${s.siteId}</code></span>` : ''}</td>
+    (
+      s,
+    ) => html`<tr data-site="${s.siteId}"><td>${siteLabel(s)}${s.siteName !== null ? html` <span class="muted"><code>${s.siteId}</code></span>` : ''}</td>
       <td class="n">${fmt(s.weeks)}</td><td class="n" data-col="referrals_received">${fmt(s.referralsReceived)}</td><td class="n">${fmt(s.referralsAcknowledged)}</td>
       <td class="n">${fmt(s.firstContactAttempts)}</td><td class="n">${fmt(s.patientsReached)}</td><td class="n">${fmt(s.screenings)}</td>
       <td class="n" data-col="enrolments">${fmt(s.enrolments)}</td>
       <td class="n${s.enrolmentsLast4Weeks === 0 ? ' warn' : ''}">${fmt(s.enrolmentsLast4Weeks)}</td>
       ${rateCell(s)}</tr>`,
   );
-  const months = t.months.map((m) => html`<th class="n" colspan="2" data-month="${m.month}">${m.month.slice(0, 7)}${m.isComplete ? '' : html` <span class="tag">partial</span>`}</th>`);
+  const months = t.months.map(
+    (m) =>
+      html`<th class="n" colspan="2" data-month="${m.month}">${m.month.slice(0, 7)}${m.isComplete ? '' : html` <span class="tag">partial</span>`}</th>`,
+  );
   const monthly = t.siteMonths.map(
-    (s) => html`<tr data-site="${s.siteId}"><td>${siteLabel(s)}</td>${s.months.map(
-      (m) => html`<td class="n" data-col="referrals_received">${fmt(m.referralsReceived)}</td><td class="n" data-col="enrolments">${fmt(m.enrolments)}</td>`,
-    )}</tr>`,
+    (s) =>
+      html`<tr data-site="${s.siteId}"><td>${siteLabel(s)}</td>${s.months.map(
+        (m) =>
+          html`<td class="n" data-col="referrals_received">${fmt(m.referralsReceived)}</td><td class="n" data-col="enrolments">${fmt(m.enrolments)}</td>`,
+      )}</tr>`,
   );
   const monthlyTable =
     t.months.length === 0
@@ -240,15 +282,27 @@ async function timingSection(t: TrialReport): Promise<SafeHtml> {
   const attRows = shareRows<{ day: number }>(att, (x) => `by day ${x.day}`);
   const charted = chartedSites(t.siteTotals);
   const cohorts = t.timing.cohorts.filter((c) => charted === null || charted.has(c.siteId));
-  const ackPoints = cohorts.filter((c) => c.medianHoursToAck !== null).map((c) => ({ series: siteLabel(c), week: c.week, median: c.medianHoursToAck, p90: c.p90HoursToAck }));
+  const ackPoints = cohorts
+    .filter((c) => c.medianHoursToAck !== null)
+    .map((c) => ({ series: siteLabel(c), week: c.week, median: c.medianHoursToAck, p90: c.p90HoursToAck }));
   const attPoints = cohorts
     .filter((c) => c.medianDaysToFirstAttempt !== null)
     .map((c) => ({ series: siteLabel(c), week: c.week, median: c.medianDaysToFirstAttempt, p90: c.p90DaysToFirstAttempt }));
   const charts = await Promise.all([
     ackRows.length > 0 ? chart(sharesSpec(ackRows, 'Acknowledged within'), 'ack-shares') : null,
     attRows.length > 0 ? chart(sharesSpec(attRows, 'First contact attempt'), 'attempt-shares') : null,
-    ackPoints.length > 0 ? chart(medianP90Spec(ackPoints, 'hours', 'Hours to acknowledgement: median (point) to P90, per site and referral week'), 'ack-median') : null,
-    attPoints.length > 0 ? chart(medianP90Spec(attPoints, 'days', 'Days to first contact attempt: median (point) to P90, per site and referral week'), 'attempt-median') : null,
+    ackPoints.length > 0
+      ? chart(
+          medianP90Spec(ackPoints, 'hours', 'Hours to acknowledgement: median (point) to P90, per site and referral week'),
+          'ack-median',
+        )
+      : null,
+    attPoints.length > 0
+      ? chart(
+          medianP90Spec(attPoints, 'days', 'Days to first contact attempt: median (point) to P90, per site and referral week'),
+          'attempt-median',
+        )
+      : null,
   ]);
   return html`<h3>Time to acknowledgement and to first contact</h3>
     <p class="muted">Shares over the referral weeks whose window is complete (mart_recruitment_funnel's windowed measures, summed as numerator / denominator);
@@ -276,15 +330,20 @@ function cohortSection(t: TrialReport): SafeHtml {
 
 function worklistSection(t: TrialReport, n: number): SafeHtml {
   const sites = t.worklist.map(
-    (s) => html`<h4 data-site="${s.siteId}">${siteLabel(s)} <span class="muted">· ${fmt(s.openCount)} open${s.openCount > s.rows.length ? `, the ${s.rows.length} oldest shown` : ''}</span></h4>
+    (
+      s,
+    ) => html`<h4 data-site="${s.siteId}">${siteLabel(s)} <span class="muted">· ${fmt(s.openCount)} open${s.openCount > s.rows.length ? `, the ${s.rows.length} oldest shown` : ''}</span></h4>
     <table class="worklist"><thead><tr><th class="n">#</th><th>patient key</th><th>next step</th><th>referred</th><th class="n">age, days</th><th>acknowledged</th>
     <th class="n">attempts</th><th class="n">days since last attempt</th><th>current status</th></tr></thead><tbody>
     ${s.rows.map(
-      (r) => html`<tr><td class="n">${r.rank}</td><td><code>${r.patientKey}</code></td><td class="step-${r.step}">${r.step.replaceAll('_', ' ')}</td>
+      (
+        r,
+      ) => html`<tr><td class="n">${r.rank}</td><td><code>${r.patientKey}</code></td><td class="step-${r.step}">${r.step.replaceAll('_', ' ')}</td>
         <td>${r.referralDate}</td><td class="n">${fmt(r.ageDays)}</td><td>${r.isAcknowledged ? 'yes' : 'no'}</td><td class="n">${fmt(r.contactAttemptCount)}</td>
         <td class="n">${r.daysSinceLastAttempt === null ? '–' : fmt(r.daysSinceLastAttempt)}</td>
         <td data-col="current_status" title="${r.currentStatus ?? ''}">${r.currentStage === null ? '(none)' : (STAGE_LABELS[r.currentStage] ?? r.currentStage)}${
-          r.currentStage === 'unmapped' ? html` <code>${r.currentStatus ?? ''}</code>` : ''}</td></tr>`,
+          r.currentStage === 'unmapped' ? html` <code>${r.currentStatus ?? ''}</code>` : ''
+        }</td></tr>`,
     )}</tbody></table>`,
   );
   return html`<h3>Open referrals worklist</h3>
@@ -332,7 +391,14 @@ function staleNote(asOfAt: string | null, generatedAt: string): SafeHtml | '' {
 }
 
 async function trialSection(t: TrialReport, index: number, n: number): Promise<SafeHtml> {
-  const parts: HtmlValue[] = [await funnelSection(t), await forecastSection(t), await activitySection(t), await timingSection(t), cohortSection(t), worklistSection(t, n)];
+  const parts: HtmlValue[] = [
+    await funnelSection(t),
+    await forecastSection(t),
+    await activitySection(t),
+    await timingSection(t),
+    cohortSection(t),
+    worklistSection(t, n),
+  ];
   return html`<section class="trial" id="trial-${index + 1}" data-trial="${t.trialId}"><h2>Trial ${t.trialId}</h2>${parts}</section>`;
 }
 

@@ -228,12 +228,16 @@ const share = (n: unknown, d: unknown): Share => ({ numerator: numOrNull(n), den
  */
 export async function readReportData(wh: Warehouse, worklistRows: number): Promise<ReportData> {
   const present = new Set(
-    (await wh.all<{ name: string }>("select table_name as name from information_schema.tables where table_schema = 'main'")).map((r) => r.name),
+    (await wh.all<{ name: string }>("select table_name as name from information_schema.tables where table_schema = 'main'")).map(
+      (r) => r.name,
+    ),
   );
   const models = reportModels();
   const missing = models.filter((m) => !present.has(m));
   if (missing.length > 0) {
-    throw new ReportError(`cannot write the report: the warehouse has no ${missing.join(', ')}`, { hint: 'run `recruit-etl transform` (or `run`) first' });
+    throw new ReportError(`cannot write the report: the warehouse has no ${missing.join(', ')}`, {
+      hint: 'run `recruit-etl transform` (or `run`) first',
+    });
   }
 
   const asOf = await wh.one<{ as_of: string | null }>(
@@ -249,7 +253,8 @@ export async function readReportData(wh: Warehouse, worklistRows: number): Promi
     )
   ).map((r) => r.trial_id);
 
-  const forecasts = present.has('mart_enrolment_forecast') && present.has('mart_site_enrolment_forecast') ? await readForecasts(wh) : new Map();
+  const forecasts =
+    present.has('mart_enrolment_forecast') && present.has('mart_site_enrolment_forecast') ? await readForecasts(wh) : new Map();
   const perTrialDq = await dqPerTrial(wh, models);
   const trials: TrialReport[] = [];
   for (const trialId of trialIds) {
@@ -283,7 +288,12 @@ async function readWorklists(wh: Warehouse, worklistRows: number): Promise<Map<s
     const trialId = String(r['trial_id']);
     // Rows come by trial, then site (a null site_id is a site of its own).
     if (k === 0 || rows[k - 1]!['trial_id'] !== r['trial_id'] || rows[k - 1]!['site_id'] !== r['site_id']) {
-      site = { siteId: r['site_id'] as string, siteName: (r['site_name'] as string | null) ?? null, openCount: num(r['open_count']), rows: [] };
+      site = {
+        siteId: r['site_id'] as string,
+        siteName: (r['site_name'] as string | null) ?? null,
+        openCount: num(r['open_count']),
+        rows: [],
+      };
       const sites = out.get(trialId) ?? [];
       sites.push(site);
       out.set(trialId, sites);
@@ -404,8 +414,15 @@ async function readSiteMonths(wh: Warehouse, trialId: string): Promise<Pick<Tria
   const bySite = new Map<string, SiteMonths>();
   for (const r of monthRows) {
     const siteId = String(r['site_id']);
-    const site = bySite.get(siteId) ?? { siteId, siteName: (r['site_name'] as string | null) ?? null, months: months.map(() => ({ referralsReceived: 0, enrolments: 0 })) };
-    site.months[months.findIndex((m) => m.month === r['month'])] = { referralsReceived: num(r['referrals_received']), enrolments: num(r['enrolments']) };
+    const site = bySite.get(siteId) ?? {
+      siteId,
+      siteName: (r['site_name'] as string | null) ?? null,
+      months: months.map(() => ({ referralsReceived: 0, enrolments: 0 })),
+    };
+    site.months[months.findIndex((m) => m.month === r['month'])] = {
+      referralsReceived: num(r['referrals_received']),
+      enrolments: num(r['enrolments']),
+    };
     bySite.set(siteId, site);
   }
   return { months, siteMonths: [...bySite.values()] };
@@ -513,7 +530,10 @@ async function readForecasts(wh: Warehouse): Promise<Map<string, { forecast: Tri
         next91d: [num(r['enrolments_next_91d_p10']), num(r['enrolments_next_91d_p50']), num(r['enrolments_next_91d_p90'])],
         target,
         targetDate: dateOrNull(r['target_date']),
-        reachedOn: target === null ? null : [dateOrNull(r['target_reached_on_p10']), dateOrNull(r['target_reached_on_p50']), dateOrNull(r['target_reached_on_p90'])],
+        reachedOn:
+          target === null
+            ? null
+            : [dateOrNull(r['target_reached_on_p10']), dateOrNull(r['target_reached_on_p50']), dateOrNull(r['target_reached_on_p90'])],
         probabilityByTargetDate: numOrNull(r['probability_target_met_by_target_date']),
         asOfDate: String(r['as_of_date']),
       },
@@ -535,14 +555,25 @@ async function readForecasts(wh: Warehouse): Promise<Map<string, { forecast: Tri
 
 async function readDataQuality(wh: Warehouse): Promise<DataQuality> {
   const summary = (
-    await wh.all<Record<string, unknown>>('select check_name, description, issue_count, detail_rows from main.dq_summary order by check_name')
-  ).map((r) => ({ check: String(r['check_name']), description: String(r['description']), issueCount: num(r['issue_count']), detailRows: num(r['detail_rows']) }));
+    await wh.all<Record<string, unknown>>(
+      'select check_name, description, issue_count, detail_rows from main.dq_summary order by check_name',
+    )
+  ).map((r) => ({
+    check: String(r['check_name']),
+    description: String(r['description']),
+    issueCount: num(r['issue_count']),
+    detailRows: num(r['detail_rows']),
+  }));
   const values = async (sql: string) =>
     (await wh.all<{ value: string | null; n: bigint }>(sql)).map((r) => ({ value: r.value ?? '(none)', count: Number(r.n) }));
   return {
     summary,
-    unknownEventTypes: await values(`select event_type as value, event_count as n from main.dq_unknown_event_types order by n desc, value limit ${DQ_VALUES}`),
-    unmappedStatuses: await values(`select patient_status as value, event_count as n from main.dq_unmapped_statuses order by n desc, value limit ${DQ_VALUES}`),
+    unknownEventTypes: await values(
+      `select event_type as value, event_count as n from main.dq_unknown_event_types order by n desc, value limit ${DQ_VALUES}`,
+    ),
+    unmappedStatuses: await values(
+      `select patient_status as value, event_count as n from main.dq_unmapped_statuses order by n desc, value limit ${DQ_VALUES}`,
+    ),
     unmappedOutcomes: await values(
       `select contact_attempt_outcome as value, contact_attempt_count as n from main.dq_unmapped_outcomes order by n desc, value limit ${DQ_VALUES}`,
     ),

@@ -55,14 +55,19 @@ export async function writeReport(opts: ReportOptions): Promise<ReportResult> {
   const data = await readReportData(opts.wh, opts.worklistRows);
   const t1 = Date.now();
   opts.progress?.update({ done: 0, total: data.trials.length });
-  const page = await renderReport(data, { generatedAt: (opts.now?.() ?? new Date()).toISOString().replace(/\.\d{3}Z$/, 'Z'), ...(opts.runId ? { runId: opts.runId } : {}) });
+  const page = await renderReport(data, {
+    generatedAt: (opts.now?.() ?? new Date()).toISOString().replace(/\.\d{3}Z$/, 'Z'),
+    ...(opts.runId ? { runId: opts.runId } : {}),
+  });
   const t2 = Date.now();
   const bytes = Buffer.byteLength(page, 'utf8');
   try {
     writeReaderFile(path, page, opts.modes ?? readerModes());
   } catch (err) {
     if (isEtlError(err)) throw err;
-    throw new ReportError(`cannot write the report ${path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, { cause: err });
+    throw new ReportError(`cannot write the report ${path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, {
+      cause: err,
+    });
   }
   opts.progress?.update({ done: data.trials.length, total: data.trials.length });
   const result = { path, bytes, trials: data.trials.length, readMs: t1 - t0, renderMs: t2 - t1 };

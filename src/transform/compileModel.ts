@@ -32,14 +32,19 @@ export function loadMacros(dir: string): Map<string, SqlMacro> {
   const macros = new Map<string, SqlMacro>();
   let files: string[];
   try {
-    files = readdirSync(dir).filter((f) => f.endsWith('.sql')).sort();
+    files = readdirSync(dir)
+      .filter((f) => f.endsWith('.sql'))
+      .sort();
   } catch {
     return macros;
   }
   for (const file of files) {
     for (const m of readFileSync(join(dir, file), 'utf8').matchAll(MACRO_DEF_RE)) {
       const name = m[1]!;
-      const params = m[2]!.split(',').map((p) => p.trim()).filter((p) => p !== '');
+      const params = m[2]!
+        .split(',')
+        .map((p) => p.trim())
+        .filter((p) => p !== '');
       const bad = params.find((p) => !IDENT_RE.test(p));
       if (bad !== undefined) throw new TransformError(`macro ${name} (${file}): parameter '${bad}' is not a plain identifier`);
       if (macros.has(name)) throw new TransformError(`macro ${name} is defined twice`);
@@ -156,7 +161,12 @@ export function quoteIdent(name: string): string {
  * @returns the compiled model
  * @throws {TransformError} on any other Jinja, a bad identifier, or an unsupported materialization
  */
-export function compileModel(name: string, text: string, schema = 'main', macros: ReadonlyMap<string, SqlMacro> = new Map()): CompiledModel {
+export function compileModel(
+  name: string,
+  text: string,
+  schema = 'main',
+  macros: ReadonlyMap<string, SqlMacro> = new Map(),
+): CompiledModel {
   if (!IDENT_RE.test(name)) throw new TransformError(`model ${name}: the file name is not a plain SQL identifier`);
   const parsed = parseModelConfig(name, text);
   const { materialized, uniqueKey } = parsed.config;

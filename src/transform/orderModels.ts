@@ -43,7 +43,10 @@ export function orderModels<T extends ModelNode>(models: readonly T[], external:
     }
     pending.set(m.name, deps);
   }
-  const ready = [...pending].filter(([, d]) => d.size === 0).map(([n]) => n).sort();
+  const ready = [...pending]
+    .filter(([, d]) => d.size === 0)
+    .map(([n]) => n)
+    .sort();
   const out: T[] = [];
   while (ready.length > 0) {
     const name = ready.shift() as string;

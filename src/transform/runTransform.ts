@@ -144,7 +144,14 @@ export async function runTransform(wh: Warehouse, options: TransformOptions = {}
   const result = await wh.withSettings(UNORDERED_WRITES, () => wh.transaction(() => buildInTransaction(wh, plan, options, logger)));
   const ms = Math.round(performance.now() - started);
   logger.info(
-    { mode: result.mode, newDeliveries: result.newDeliveries, seeds: result.seeds.length, models: result.models.length, ms, dq: Object.fromEntries(result.dq.map((d) => [d.check, d.count])) },
+    {
+      mode: result.mode,
+      newDeliveries: result.newDeliveries,
+      seeds: result.seeds.length,
+      models: result.models.length,
+      ms,
+      dq: Object.fromEntries(result.dq.map((d) => [d.check, d.count])),
+    },
     'transform done',
   );
   return { ...result, ms };
@@ -170,10 +177,15 @@ function planTransform(options: TransformOptions): TransformPlan {
   const schema = options.schema ?? 'main';
   const seedSpecs = loadSeedSpecs(options.seedsDir ?? SEEDS_DIR, [
     ...(options.siteNames === undefined ? [] : [{ seed: 'seed_site_names', path: options.siteNames, option: '--site-names' }]),
-    ...(options.trialTargets === undefined ? [] : [{ seed: 'seed_trial_targets', path: options.trialTargets, option: '--trial-targets', validate: validateTrialTargets }]),
+    ...(options.trialTargets === undefined
+      ? []
+      : [{ seed: 'seed_trial_targets', path: options.trialTargets, option: '--trial-targets', validate: validateTrialTargets }]),
   ]);
   const compiled = compileModels(options.modelsDir ?? MODELS_DIR, schema);
-  let ordered = orderModels(compiled, seedSpecs.map((s) => s.name));
+  let ordered = orderModels(
+    compiled,
+    seedSpecs.map((s) => s.name),
+  );
   if (options.only) {
     const known = new Set(compiled.map((m) => m.name));
     const unknown = options.only.filter((n) => !known.has(n));
@@ -181,7 +193,16 @@ function planTransform(options: TransformOptions): TransformPlan {
     const wanted = new Set(options.only);
     ordered = ordered.filter((m) => wanted.has(m.name));
   }
-  return { schema, seedSpecs, compiled, ordered, modelsHash: hashModels(compiled, seedSpecs.map((spec) => spec.path)) };
+  return {
+    schema,
+    seedSpecs,
+    compiled,
+    ordered,
+    modelsHash: hashModels(
+      compiled,
+      seedSpecs.map((spec) => spec.path),
+    ),
+  };
 }
 
 /** The warehouse side of one transform: the schema's relations as they are, and how to count and replace them. */
@@ -228,7 +249,12 @@ async function dropRetired(ctx: BuildContext): Promise<void> {
 }
 
 /** The body of the transform's transaction: mode, seeds, models, watermarks, dq counts. */
-async function buildInTransaction(wh: Warehouse, plan: TransformPlan, options: TransformOptions, logger: Logger): Promise<Omit<TransformResult, 'ms'>> {
+async function buildInTransaction(
+  wh: Warehouse,
+  plan: TransformPlan,
+  options: TransformOptions,
+  logger: Logger,
+): Promise<Omit<TransformResult, 'ms'>> {
   const { schema, ordered, modelsHash } = plan;
   const ctx = await buildContext(wh, schema, logger);
   if (options.only === undefined) await dropRetired(ctx);
@@ -257,7 +283,8 @@ async function buildInTransaction(wh: Warehouse, plan: TransformPlan, options: T
  */
 async function loadSeed(ctx: BuildContext, spec: SeedSpec, mode: 'full' | 'incremental'): Promise<BuiltRelation> {
   const t0 = performance.now();
-  if (mode === 'incremental' && ctx.existing.get(spec.name) === 'table') return { name: spec.name, rows: await countRows(ctx, spec.name), ms: 0 };
+  if (mode === 'incremental' && ctx.existing.get(spec.name) === 'table')
+    return { name: spec.name, rows: await countRows(ctx, spec.name), ms: 0 };
   try {
     await dropOtherKind(ctx, spec.name, 'table');
     await ctx.wh.run(seedSql(spec, ctx.schema));
@@ -277,7 +304,12 @@ async function loadSeed(ctx: BuildContext, spec: SeedSpec, mode: 'full' | 'incre
 }
 
 /** Build `ordered` in order, reporting progress. */
-async function buildModels(ctx: BuildContext, ordered: readonly CompiledModel[], mode: 'full' | 'incremental', progress: StageProgress): Promise<TransformResult['models']> {
+async function buildModels(
+  ctx: BuildContext,
+  ordered: readonly CompiledModel[],
+  mode: 'full' | 'incremental',
+  progress: StageProgress,
+): Promise<TransformResult['models']> {
   const models: TransformResult['models'] = [];
   progress.update({ done: 0, total: ordered.length });
   let incrementalDone = 0;
@@ -298,7 +330,12 @@ async function buildModels(ctx: BuildContext, ordered: readonly CompiledModel[],
  * @returns its row count
  * @throws {TransformError} the model failed (named; the value of a data error unquoted)
  */
-async function buildModel(ctx: BuildContext, model: CompiledModel, mode: 'full' | 'incremental', firstIncremental: () => boolean): Promise<number> {
+async function buildModel(
+  ctx: BuildContext,
+  model: CompiledModel,
+  mode: 'full' | 'incremental',
+  firstIncremental: () => boolean,
+): Promise<number> {
   const target = `${quoteIdent(ctx.schema)}.${quoteIdent(model.name)}`;
   try {
     if (model.materialized === 'incremental' && mode === 'incremental') {
@@ -397,7 +434,8 @@ async function applyDelta(wh: Warehouse, target: string, model: CompiledModel, s
             (select count(*) from ${target}) as live`,
     [schema, model.name],
   );
-  if (size !== undefined && Number(size.stored) > 2 * Number(size.live)) await wh.run(`create or replace table ${target} as select * from ${target}`);
+  if (size !== undefined && Number(size.stored) > 2 * Number(size.live))
+    await wh.run(`create or replace table ${target} as select * from ${target}`);
   const keys = model.uniqueKey!.map(quoteIdent);
   const delta = quoteIdent(`__delta_${model.name}`);
   const on = keys.map((k) => `${target}.${k} is not distinct from d.${k}`).join(' and ');

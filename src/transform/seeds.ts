@@ -144,7 +144,10 @@ function readOperatorCsv(o: SeedOverride): { copy: string; header: string[]; tex
     copy = join(copiesDir, `${o.seed}-${createHash('sha256').update(bytes).digest('hex').slice(0, 16)}.csv`);
     writeFileSync(copy, bytes, { mode: 0o600 });
   } catch (err) {
-    throw new WarehouseError(`${o.option} ${o.path}: cannot copy the file to the temporary directory ${tmpdir()}: ${(err as NodeJS.ErrnoException).code ?? 'error'}`, { cause: err });
+    throw new WarehouseError(
+      `${o.option} ${o.path}: cannot copy the file to the temporary directory ${tmpdir()}: ${(err as NodeJS.ErrnoException).code ?? 'error'}`,
+      { cause: err },
+    );
   }
   const nl = bytes.indexOf(0x0a);
   const first = (nl < 0 ? bytes : bytes.subarray(0, nl)).toString('utf8').replace(/\r$/, '');
@@ -166,7 +169,9 @@ export function loadSeedSpecs(dir: string, overrides: readonly SeedOverride[] = 
   const propsPath = join(dir, PROPERTIES_FILE);
   const props = existsSync(propsPath) ? parseSeedProperties(readFileSync(propsPath, 'utf8'), propsPath) : new Map();
   const specs: SeedSpec[] = [];
-  const files = readdirSync(dir).filter((f) => f.endsWith('.csv')).sort();
+  const files = readdirSync(dir)
+    .filter((f) => f.endsWith('.csv'))
+    .sort();
   for (const o of overrides) {
     if (!files.includes(`${o.seed}.csv`)) throw new ConfigError(`${o.option}: there is no seed ${o.seed} to replace`);
   }
@@ -178,7 +183,8 @@ export function loadSeedSpecs(dir: string, overrides: readonly SeedOverride[] = 
     if (header.length === 0 || header.some((h) => h === '')) throw new TransformError(`seed ${name}: empty or malformed header`);
     const types: Record<string, string> = props.get(name) ?? {};
     for (const col of Object.keys(types)) {
-      if (!header.includes(col)) throw new TransformError(`seed ${name}: column ${col} is typed in ${PROPERTIES_FILE} but missing from the CSV`);
+      if (!header.includes(col))
+        throw new TransformError(`seed ${name}: column ${col} is typed in ${PROPERTIES_FILE} but missing from the CSV`);
     }
     const override = overrides.find((o) => o.seed === name);
     if (override === undefined) {
@@ -197,7 +203,9 @@ export function loadSeedSpecs(dir: string, overrides: readonly SeedOverride[] = 
     try {
       override.validate?.(text);
     } catch (err) {
-      throw new ConfigError(`${override.option} ${override.path}: ${(err as Error).message}`, { hint: 'fix that line of the file (docs/models.md describes its values)' });
+      throw new ConfigError(`${override.option} ${override.path}: ${(err as Error).message}`, {
+        hint: 'fix that line of the file (docs/models.md describes its values)',
+      });
     }
     specs.push({
       name,
@@ -280,7 +288,8 @@ export function validateTrialTargets(text: string): void {
   const seen = new Map<string, number>();
   for (const { line, fields } of rows) {
     const at = (name: string, why: string): Error => new Error(`line ${line}, column ${name}: ${why}`);
-    if (fields.length !== header.fields.length) throw new Error(`line ${line}: ${fields.length} fields where the header has ${header.fields.length}`);
+    if (fields.length !== header.fields.length)
+      throw new Error(`line ${line}: ${fields.length} fields where the header has ${header.fields.length}`);
     const id = fields[trial]!;
     if (id.trim() === '') throw at('trial_id', 'empty');
     if (seen.has(id)) throw at('trial_id', `the trial is already on line ${seen.get(id)!}`);

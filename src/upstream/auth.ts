@@ -148,7 +148,10 @@ const TokenResponse = z.looseObject({
 });
 
 /** OAuth error body (RFC 6749 §5.2); only a token-shaped `error` code is ever quoted. */
-const OAuthError = z.looseObject({ error: z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/), error_description: z.string().optional().catch(undefined) });
+const OAuthError = z.looseObject({
+  error: z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/),
+  error_description: z.string().optional().catch(undefined),
+});
 
 /** Refresh margin in ms for a lifetime in ms: a tenth of it, at most 60 s (docs/contracts.md guarantee 5). */
 export function refreshMarginMs(lifetimeMs: number): number {
@@ -288,16 +291,22 @@ export class TokenProvider {
     try {
       body = parseJsonBody(res);
     } catch (err) {
-      throw new UpstreamContractError(`the token endpoint ${this.where} answered HTTP ${res.status} with an unreadable body: ${(err as Error).message}`);
+      throw new UpstreamContractError(
+        `the token endpoint ${this.where} answered HTTP ${res.status} with an unreadable body: ${(err as Error).message}`,
+      );
     }
     const parsed = TokenResponse.safeParse(body);
     if (!parsed.success) {
       const fields = [...new Set(parsed.error.issues.map((i) => String(i.path[0] ?? '(root)')))].join(', ');
-      throw new UpstreamContractError(`the token endpoint ${this.where} answered HTTP ${res.status} without a valid token response (bad or missing: ${fields})`);
+      throw new UpstreamContractError(
+        `the token endpoint ${this.where} answered HTTP ${res.status} without a valid token response (bad or missing: ${fields})`,
+      );
     }
     const problem = accessTokenProblem(parsed.data.access_token);
     if (problem !== undefined) {
-      throw new UpstreamContractError(`the token endpoint ${this.where} answered HTTP ${res.status} with an access_token that ${problem}; it is not used`);
+      throw new UpstreamContractError(
+        `the token endpoint ${this.where} answered HTTP ${res.status} with an access_token that ${problem}; it is not used`,
+      );
     }
     // Registered before anything can log or raise it.
     this.secrets.addToken(parsed.data.access_token);
@@ -315,7 +324,9 @@ export class TokenProvider {
     if (res.status === 404 || res.status === 405) {
       return new ConfigError(`no token endpoint at ${where} (HTTP ${res.status}); check RECRUIT_ETL_AUTH_URL`);
     }
-    return new UpstreamContractError(`the token endpoint ${where} answered HTTP ${describeOAuthError(res.status, this.oauthError(res.bodyText))}`);
+    return new UpstreamContractError(
+      `the token endpoint ${where} answered HTTP ${describeOAuthError(res.status, this.oauthError(res.bodyText))}`,
+    );
   }
 
   /**
@@ -339,9 +350,13 @@ export class TokenProvider {
       );
     }
     if (code === 'invalid_target' || code === 'invalid_scope') {
-      return new AuthError(`the token endpoint refused the audience (${what}); check RECRUIT_ETL_AUDIENCE and --token-audience-parameter (audience|resource) for this environment`);
+      return new AuthError(
+        `the token endpoint refused the audience (${what}); check RECRUIT_ETL_AUDIENCE and --token-audience-parameter (audience|resource) for this environment`,
+      );
     }
-    return new AuthError(`the token endpoint refused the client credentials (${what}); check RECRUIT_ETL_CLIENT_ID / _SECRET / _AUDIENCE for this environment`);
+    return new AuthError(
+      `the token endpoint refused the client credentials (${what}); check RECRUIT_ETL_CLIENT_ID / _SECRET / _AUDIENCE for this environment`,
+    );
   }
 
   /** `error` (token-shaped, holding no registered secret) and the cleaned `error_description` of a body, when it is an RFC 6749 §5.2 error. */
@@ -357,7 +372,8 @@ export class TokenProvider {
     const out: OAuthErrorReport = {};
     // A code that holds a registered secret (an endpoint echoing what was posted) is not quoted at all.
     if (!this.secrets.contains(err.data.error)) out.code = err.data.error;
-    const description = err.data.error_description === undefined ? undefined : cleanErrorDescription(err.data.error_description, this.secrets);
+    const description =
+      err.data.error_description === undefined ? undefined : cleanErrorDescription(err.data.error_description, this.secrets);
     if (description !== undefined) out.description = description;
     return out;
   }

@@ -110,7 +110,8 @@ export function cursorProblem(url: string, origin: string): string | undefined {
   }
   if (u.username !== '' || u.password !== '') return 'carries user info';
   // Origin (or scheme) only: the path of a URL the server chose may hold a subject id.
-  if (u.origin !== origin) return `is on origin ${u.protocol === 'http:' || u.protocol === 'https:' ? u.origin : u.protocol}, not the configured ${origin}`;
+  if (u.origin !== origin)
+    return `is on origin ${u.protocol === 'http:' || u.protocol === 'https:' ? u.origin : u.protocol}, not the configured ${origin}`;
   return undefined;
 }
 

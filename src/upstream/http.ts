@@ -370,7 +370,10 @@ export class HttpClient {
       const failure = outcome.failure;
       last = failure;
       const delayMs = this.retryDelayMs(spec, call.where, attempt, failure);
-      this.log.warn({ ...call.logFields, status: failure.status, reason: failure.reason, attempt, delayMs }, 'upstream request failed; retrying');
+      this.log.warn(
+        { ...call.logFields, status: failure.status, reason: failure.reason, attempt, delayMs },
+        'upstream request failed; retrying',
+      );
       try {
         await this.sleep(delayMs, signal);
       } catch (err) {
@@ -413,10 +416,13 @@ export class HttpClient {
     // to the run's signal for as long as the run lasts.
     const attemptAbort = new AbortController();
     let headTimedOut = false;
-    const headTimer = setTimeout(() => {
-      headTimedOut = true;
-      attemptAbort.abort();
-    }, Math.min(this.policy.headersTimeoutMs, remaining));
+    const headTimer = setTimeout(
+      () => {
+        headTimedOut = true;
+        attemptAbort.abort();
+      },
+      Math.min(this.policy.headersTimeoutMs, remaining),
+    );
     const forward = (): void => attemptAbort.abort(signal?.reason);
     signal?.addEventListener('abort', forward, { once: true });
     try {
@@ -449,7 +455,12 @@ export class HttpClient {
    * What a response head means: a redirect is refused (exit 6), 408, 429 and 5xx are failures
    * to retry (their body discarded), anything else is read whole and parsed.
    */
-  private async answer<T>(spec: SendSpec<T>, call: Call, res: Dispatcher.ResponseData, at: { attempt: number; started: number; remaining: number }): Promise<AttemptOutcome<T>> {
+  private async answer<T>(
+    spec: SendSpec<T>,
+    call: Call,
+    res: Dispatcher.ResponseData,
+    at: { attempt: number; started: number; remaining: number },
+  ): Promise<AttemptOutcome<T>> {
     const { method, opts } = spec;
     const { where, target, logFields } = call;
     const { attempt, started } = at;
@@ -515,7 +526,12 @@ export class HttpClient {
    * @throws {TransientBodyError} when the body is not complete within `totalMs` (the stream
    *   is destroyed, so its connection is closed, not reused)
    */
-  private async readBody(res: Dispatcher.ResponseData, method: string, where: string, totalMs: number): Promise<{ text: string; body: Buffer; bytes: number }> {
+  private async readBody(
+    res: Dispatcher.ResponseData,
+    method: string,
+    where: string,
+    totalMs: number,
+  ): Promise<{ text: string; body: Buffer; bytes: number }> {
     const limit = this.policy.maxResponseBytes;
     const declared = Number(headerValue(res.headers['content-length']));
     if (Number.isFinite(declared) && declared > limit) {
@@ -545,7 +561,10 @@ export class HttpClient {
         bytes += chunk.length;
       }
     } catch (err) {
-      if (timedOut) throw new TransientBodyError(`body total timeout (not complete within ${totalMs} ms of the response head; ${bytes} bytes received)`);
+      if (timedOut)
+        throw new TransientBodyError(
+          `body total timeout (not complete within ${totalMs} ms of the response head; ${bytes} bytes received)`,
+        );
       throw err;
     } finally {
       clearTimeout(timer);
@@ -554,7 +573,12 @@ export class HttpClient {
     }
     // undici fails a body longer or shorter than declared (retried); the rest is for safety.
     const head = whole === undefined ? [] : [whole.subarray(0, filled)];
-    const body = chunks.length === 0 ? head[0] ?? Buffer.alloc(0) : head.length === 0 && chunks.length === 1 ? chunks[0]! : Buffer.concat([...head, ...chunks], bytes);
+    const body =
+      chunks.length === 0
+        ? (head[0] ?? Buffer.alloc(0))
+        : head.length === 0 && chunks.length === 1
+          ? chunks[0]!
+          : Buffer.concat([...head, ...chunks], bytes);
     try {
       return { text: UTF8.decode(body), body, bytes };
     } catch {
@@ -581,9 +605,12 @@ export class HttpClient {
     if (code === 'UND_ERR_RES_EXCEEDED_MAX_SIZE') throw this.oversize(method, where);
     if (code !== undefined && RETRYABLE_CODES.has(code)) return { reason: REASON_BY_CODE[code] ?? code };
     if (code === 'UND_ERR_INVALID_ARG' || err instanceof undiciErrors.InvalidArgumentError) {
-      throw new UpstreamContractError(`${method} ${where} could not be sent: a value the upstream issued (a cursor or a token) is not valid in an HTTP request`, {
-        hint: 'report it to the API provider; nothing was sent',
-      });
+      throw new UpstreamContractError(
+        `${method} ${where} could not be sent: a value the upstream issued (a cursor or a token) is not valid in an HTTP request`,
+        {
+          hint: 'report it to the API provider; nothing was sent',
+        },
+      );
     }
     if (err instanceof undiciErrors.UndiciError || (code !== undefined && /^(UND_ERR_|E[A-Z]+$)/.test(code))) {
       return { reason: `network error ${safeCode(code)}` };
@@ -615,7 +642,9 @@ export class HttpClient {
   private oversize(method: string, where: string): UpstreamContractError {
     return new UpstreamContractError(
       `${method} ${where} sent a body larger than --max-page-bytes (${this.policy.maxResponseBytes} bytes); not retried`,
-      { hint: 'raise --max-page-bytes (RECRUIT_ETL_MAX_PAGE_BYTES) to read it: the page size of an existing stream is fixed by its cursor, so a smaller --page-size does not help' },
+      {
+        hint: 'raise --max-page-bytes (RECRUIT_ETL_MAX_PAGE_BYTES) to read it: the page size of an existing stream is fixed by its cursor, so a smaller --page-size does not help',
+      },
     );
   }
 

@@ -34,7 +34,8 @@ export function notJson(res: Pick<HttpResponse, 'bodyText' | 'bytes' | 'headers'
   const mediaType = /^[\w.+-]+\/[\w.+-]+/.exec(String(Array.isArray(rawType) ? rawType[0] : (rawType ?? '')))?.[0] ?? 'none';
   const facts = `${res.bytes} bytes, content-type ${mediaType}`;
   if (res.bodyText.trim() === '') return new TransientBodyError(`body is empty (${facts})`);
-  if (position !== undefined && position >= res.bodyText.trimEnd().length) return new TransientBodyError(`body ends before its JSON is complete: truncated (${facts})`);
+  if (position !== undefined && position >= res.bodyText.trimEnd().length)
+    return new TransientBodyError(`body ends before its JSON is complete: truncated (${facts})`);
   if (position !== undefined) return new TransientBodyError(`body is not valid JSON at character ${position} (${facts})`);
   return new TransientBodyError(`body is not valid JSON (${facts})`);
 }

@@ -122,7 +122,7 @@ function checkCharacters(s: string): boolean {
     const bad = FORBIDDEN_CONTROL.exec(s.slice(control.index));
     if (bad) syntax(control.index + bad.index);
   }
-  for (let i = s.indexOf('\\'); i >= 0; ) {
+  for (let i = s.indexOf('\\'); i >= 0;) {
     const c = s.charCodeAt(i + 1);
     if (c === 117) {
       if (!HEX.test(s.slice(i + 2, i + 6))) syntax(i);
@@ -179,18 +179,22 @@ function skipScalar(s: string, i: number): number {
   // -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
   if (c === MINUS) c = s.charCodeAt(++i);
   if (c === ZERO) c = s.charCodeAt(++i);
-  else if (c > ZERO && c <= NINE) do c = s.charCodeAt(++i); while (isDigit(c));
+  else if (c > ZERO && c <= NINE)
+    do c = s.charCodeAt(++i);
+    while (isDigit(c));
   else syntax(i);
   if (c === DOT) {
     c = s.charCodeAt(++i);
     if (!isDigit(c)) syntax(i);
-    do c = s.charCodeAt(++i); while (isDigit(c));
+    do c = s.charCodeAt(++i);
+    while (isDigit(c));
   }
   if (c === 101 || c === 69) {
     c = s.charCodeAt(++i);
     if (c === PLUS || c === MINUS) c = s.charCodeAt(++i);
     if (!isDigit(c)) syntax(i);
-    do c = s.charCodeAt(++i); while (isDigit(c));
+    do c = s.charCodeAt(++i);
+    while (isDigit(c));
   }
   return i;
 }

@@ -139,7 +139,8 @@ export class SitesClient {
    */
   constructor(opts: { baseUrl: string; origin: string; http: HttpClient; logger?: Logger }) {
     this.base = parseBaseUrl(opts.baseUrl);
-    if (opts.origin.trim() === '' || /[\r\n]/.test(opts.origin)) throw new ConfigError('--origin must be a non-empty origin such as https://study.example.org');
+    if (opts.origin.trim() === '' || /[\r\n]/.test(opts.origin))
+      throw new ConfigError('--origin must be a non-empty origin such as https://study.example.org');
     this.origin = opts.origin;
     this.http = opts.http;
     this.log = (opts.logger ?? silentLogger()).child({ component: 'upstream.sites' });
@@ -173,9 +174,12 @@ export class SitesClient {
     );
     const where = redactUrl(url);
     if (res.status === 401 || res.status === 403) {
-      throw new AuthError(`the site list refused origin ${this.origin} for microsite ${micrositeId} / trial ${trialId} (HTTP ${res.status})`, {
-        hint: 'check RECRUIT_ETL_ORIGIN, RECRUIT_ETL_MICROSITE_ID and the trial id: the combination must be permitted upstream',
-      });
+      throw new AuthError(
+        `the site list refused origin ${this.origin} for microsite ${micrositeId} / trial ${trialId} (HTTP ${res.status})`,
+        {
+          hint: 'check RECRUIT_ETL_ORIGIN, RECRUIT_ETL_MICROSITE_ID and the trial id: the combination must be permitted upstream',
+        },
+      );
     }
     if (res.status === 404) {
       throw new ConfigError(`the site list does not know microsite ${micrositeId} / trial ${trialId} (HTTP 404 at ${where})`, {

@@ -151,7 +151,7 @@ export class BatchFile {
   /** Write `b[a, a + n)` whole to the current part (a short write is written on). */
   private writeAll(b: Buffer, a: number, n: number): void {
     try {
-      for (let done = 0; done < n; ) done += writeSync(this.fd, b, a + done, n - done);
+      for (let done = 0; done < n;) done += writeSync(this.fd, b, a + done, n - done);
     } catch (err) {
       throw diskError(err, this.paths[this.paths.length - 1]!);
     }
@@ -388,5 +388,8 @@ function splitFields(row: Buffer): [number, number][] {
 /** A file error of a batch file as a warehouse failure (exit 7), naming the file, never its contents. */
 function diskError(err: unknown, path: string): WarehouseError {
   const code = (err as NodeJS.ErrnoException).code ?? String(err);
-  return new WarehouseError(`cannot write the batch file ${path}: ${code}`, { cause: err, hint: 'free disk space beside the database; nothing of this batch was committed' });
+  return new WarehouseError(`cannot write the batch file ${path}: ${code}`, {
+    cause: err,
+    hint: 'free disk space beside the database; nothing of this batch was committed',
+  });
 }

@@ -128,10 +128,20 @@ export class RawEventWriter {
       throw new LoadFailed(err);
     }
     // Every row of the file, or nothing: a file cut short must not move the cursor past events.
-    if (loaded !== file.rows) throw new WarehouseError(`a batch file of ${file.rows} rows loaded ${loaded} rows`, { hint: 'check the disk; nothing of this batch was committed' });
+    if (loaded !== file.rows)
+      throw new WarehouseError(`a batch file of ${file.rows} rows loaded ${loaded} rows`, {
+        hint: 'check the disk; nothing of this batch was committed',
+      });
     failpoint('extract.mid-append');
     for (const q of opts.quarantined ?? []) {
-      await this.wh.run('insert into raw.quarantined_events values (?, ?, ?, ?, ?, ?, now())', [streamId, basePosition + q.row + 1, q.id, q.reason, q.text, runId]);
+      await this.wh.run('insert into raw.quarantined_events values (?, ?, ?, ?, ?, ?, now())', [
+        streamId,
+        basePosition + q.row + 1,
+        q.id,
+        q.reason,
+        q.text,
+        runId,
+      ]);
     }
     // The id hashes go to etl.event_ids, then two probes find the rows whose hash came before
     // (docs/ingest.md "Redeliveries"): they cost the batch plus one scan of the table's 8-byte

@@ -21,7 +21,10 @@ export interface RunCounts {
 
 /** A new run id: `YYYYMMDDTHHMMSSZ-xxxxxx` (UTC time + 6 hex), sortable by start time. */
 export function newRunId(now: Date = new Date()): string {
-  const stamp = now.toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z');
+  const stamp = now
+    .toISOString()
+    .replace(/[-:]/g, '')
+    .replace(/\.\d+Z$/, 'Z');
   return `${stamp}-${randomBytes(3).toString('hex')}`;
 }
 
@@ -48,10 +51,11 @@ export class RunLog {
       `update etl.runs set status = 'abandoned', error = 'the process ended without recording an outcome (killed, or the warehouse failed as it recorded it: see that run''s stderr)'
        where status = 'running'`,
     );
-    await this.wh.run(
-      "insert into etl.runs (run_id, command, environment, started_at, status) values (?, ?, ?, now(), 'running')",
-      [runId, command, environment],
-    );
+    await this.wh.run("insert into etl.runs (run_id, command, environment, started_at, status) values (?, ?, ?, now(), 'running')", [
+      runId,
+      command,
+      environment,
+    ]);
   }
 
   /**
@@ -60,7 +64,15 @@ export class RunLog {
    * @param stages per stage that started: `{ durationMs, failed?, …counts }` (column `stages`, migration 005)
    * @param catalog the attached database whose `etl.runs` is written (the published copy's; default the warehouse)
    */
-  async finish(runId: string, status: RunStatus, counts: RunCounts, summary: unknown, error?: string, stages?: unknown, catalog?: string): Promise<void> {
+  async finish(
+    runId: string,
+    status: RunStatus,
+    counts: RunCounts,
+    summary: unknown,
+    error?: string,
+    stages?: unknown,
+    catalog?: string,
+  ): Promise<void> {
     await this.wh.run(
       `update ${catalog === undefined ? '' : `${catalog}.`}etl.runs set finished_at = now(), status = ?, events_loaded = ?, pages_fetched = ?, sites_loaded = ?,
          models_built = ?, files_exported = ?, summary = ?::json, error = ?, stages = ?::json

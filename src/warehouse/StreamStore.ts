@@ -107,10 +107,9 @@ export class StreamStore {
           [def.streamId, def.name, def.environment, def.apiOrigin, JSON.stringify(def.trialIds), JSON.stringify(def.eventTypes)],
         );
       } else if (existing.status !== 'active') {
-        await this.wh.run(
-          "update etl.streams set status = 'active', retired_at = null, updated_at = now() where stream_id = ?",
-          [def.streamId],
-        );
+        await this.wh.run("update etl.streams set status = 'active', retired_at = null, updated_at = now() where stream_id = ?", [
+          def.streamId,
+        ]);
       }
       const state = await this.get(def.streamId);
       if (!state) throw new Error(`stream ${def.streamId} vanished`);
@@ -194,10 +193,9 @@ export class StreamStore {
           hint: 'its rows stay; run again with --yes to retire it',
         });
       }
-      await this.wh.run(
-        "update etl.streams set status = 'retired', retired_at = now(), updated_at = now() where stream_id = ?",
-        [streamId],
-      );
+      await this.wh.run("update etl.streams set status = 'retired', retired_at = now(), updated_at = now() where stream_id = ?", [
+        streamId,
+      ]);
       const state = await this.get(streamId);
       if (!state) throw new Error(`stream ${streamId} vanished`);
       return { state, already: false };

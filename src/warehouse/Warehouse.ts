@@ -92,13 +92,10 @@ export function mapDuckDbError(err: unknown, what: string, path?: string): Error
   err = quotelessCause(err, msg);
   if (LOCK_RE.test(msg)) {
     const pid = /PID (\d+)/.exec(msg)?.[1];
-    return new LockError(
-      `another process${pid ? ` (PID ${pid})` : ''} holds the database ${path ?? ''}`.trim(),
-      {
-        cause: err,
-        hint: 'wait for the other run to finish; analysts read the published copy (warehouse.readonly.duckdb) or the Parquet exports, never the live file',
-      },
-    );
+    return new LockError(`another process${pid ? ` (PID ${pid})` : ''} holds the database ${path ?? ''}`.trim(), {
+      cause: err,
+      hint: 'wait for the other run to finish; analysts read the published copy (warehouse.readonly.duckdb) or the Parquet exports, never the live file',
+    });
   }
   if (FATAL_RE.test(msg)) {
     return new WarehouseError(`fatal DuckDB error while ${what}: ${firstLine(msg)}`, {
@@ -455,9 +452,7 @@ export class Warehouse {
     await this.run(
       'create schema if not exists etl; create table if not exists etl.schema_migrations (version integer primary key, name varchar not null, applied_at timestamptz not null, build varchar)',
     );
-    const applied = new Set(
-      (await this.all<{ version: number }>('select version from etl.schema_migrations')).map((r) => r.version),
-    );
+    const applied = new Set((await this.all<{ version: number }>('select version from etl.schema_migrations')).map((r) => r.version));
     const done: string[] = [];
     for (const file of migrationFiles(dir)) {
       const version = Number.parseInt(file, 10);
@@ -597,10 +592,15 @@ export function newerWarehouseMessage(path: string, unknown: readonly AppliedMig
   // The file's own text: escaped and capped, like any value read from a file.
   const quoted = (v: string, max: number): string => JSON.stringify(v).slice(1, -1).slice(0, max);
   const by = newest.build === null ? 'a newer build' : `recruit-etl ${quoted(newest.build, 64)}`;
-  const ours = migrationFiles(dir).at(-1)?.replace(/\.sql$/, '') ?? 'none';
+  const ours =
+    migrationFiles(dir)
+      .at(-1)
+      ?.replace(/\.sql$/, '') ?? 'none';
   const names = quoted(newest.name, 120);
-  return `the warehouse ${path} is at schema version ${newest.version} (${names}, applied ${newest.appliedAt} by ${by}), ` +
-    `which this build (recruit-etl ${BUILD_VERSION}, newest migration ${ours}) does not know`;
+  return (
+    `the warehouse ${path} is at schema version ${newest.version} (${names}, applied ${newest.appliedAt} by ${by}), ` +
+    `which this build (recruit-etl ${BUILD_VERSION}, newest migration ${ours}) does not know`
+  );
 }
 
 /**

@@ -100,7 +100,13 @@ export async function prepareReadOnlyCopy(
         throw fail(err);
       }
       wh.logger.debug(
-        { checkpointMs: Math.round(t1 - t0), copyMs: Math.round(copyMs), changeMs: Math.round(changeMs), bytes: statSync(target).size, cloned },
+        {
+          checkpointMs: Math.round(t1 - t0),
+          copyMs: Math.round(copyMs),
+          changeMs: Math.round(changeMs),
+          bytes: statSync(target).size,
+          cloned,
+        },
         'read-only copy published',
       );
       return target;

@@ -136,7 +136,10 @@ export interface WarehouseStatus {
 
 /** Whether `schema.table` exists (a warehouse of any age: tables are added by migrations and models). */
 export async function tableExists(wh: Warehouse, schema: string, table: string): Promise<boolean> {
-  const r = await wh.one<{ n: bigint }>('select count(*) as n from information_schema.tables where table_schema = ? and table_name = ?', [schema, table]);
+  const r = await wh.one<{ n: bigint }>('select count(*) as n from information_schema.tables where table_schema = ? and table_name = ?', [
+    schema,
+    table,
+  ]);
   return (r?.n ?? 0n) > 0n;
 }
 
@@ -145,13 +148,17 @@ export async function tableExists(wh: Warehouse, schema: string, table: string):
  * "Quarantine"): `0` when `raw.quarantined_events` does not exist yet.
  */
 export async function quarantinedCountSql(wh: Warehouse): Promise<string> {
-  return (await tableExists(wh, 'raw', 'quarantined_events')) ? '(select count(*) from raw.quarantined_events q where q.stream_id = s.stream_id)' : '0';
+  return (await tableExists(wh, 'raw', 'quarantined_events'))
+    ? '(select count(*) from raw.quarantined_events q where q.stream_id = s.stream_id)'
+    : '0';
 }
 
 /** Issue count per data-quality check from `main.dq_summary`; null until the models made it. */
 export async function readDataQuality(wh: Warehouse): Promise<Record<string, number> | null> {
   if (!(await tableExists(wh, 'main', 'dq_summary'))) return null;
-  const dq = await wh.all<{ check_name: string; issue_count: bigint | number }>('select check_name, issue_count from main.dq_summary order by check_name');
+  const dq = await wh.all<{ check_name: string; issue_count: bigint | number }>(
+    'select check_name, issue_count from main.dq_summary order by check_name',
+  );
   return Object.fromEntries(dq.map((d) => [d.check_name, Number(d.issue_count)]));
 }
 
@@ -197,8 +204,16 @@ async function lastSucceeded(wh: Warehouse, commands: readonly string[] | null):
 async function readStreams(wh: Warehouse): Promise<StreamStatus[]> {
   const quarantined = await quarantinedCountSql(wh);
   const streams = await wh.all<{
-    stream_id: string; name: string; status: string; environment: string; api_origin: string; event_count: bigint;
-    has_next_page: boolean | null; age: number | null; last_polled_at: string | null; quarantined: bigint | null;
+    stream_id: string;
+    name: string;
+    status: string;
+    environment: string;
+    api_origin: string;
+    event_count: bigint;
+    has_next_page: boolean | null;
+    age: number | null;
+    last_polled_at: string | null;
+    quarantined: bigint | null;
     transformed: bigint | null;
   }>(
     `select stream_id, name, status, environment, api_origin, event_count, has_next_page, ${quarantined} as quarantined,
@@ -226,9 +241,19 @@ async function readStreams(wh: Warehouse): Promise<StreamStatus[]> {
 async function readRuns(wh: Warehouse, runs: number): Promise<RunStatusLine[]> {
   const hasStages = await columnExists(wh, 'etl', 'runs', 'stages');
   const runRows = await wh.all<{
-    run_id: string; command: string; status: string; started_at: string; finished_at: string | null; duration: number | null;
-    events_loaded: bigint; pages_fetched: bigint; sites_loaded: bigint; models_built: bigint; files_exported: bigint;
-    stages: string | null; error: string | null;
+    run_id: string;
+    command: string;
+    status: string;
+    started_at: string;
+    finished_at: string | null;
+    duration: number | null;
+    events_loaded: bigint;
+    pages_fetched: bigint;
+    sites_loaded: bigint;
+    models_built: bigint;
+    files_exported: bigint;
+    stages: string | null;
+    error: string | null;
   }>(
     `select run_id, command, status, strftime(started_at, ${ISO}) as started_at, strftime(finished_at, ${ISO}) as finished_at,
             case when status <> 'abandoned' then epoch(finished_at - started_at)::double end as duration,
@@ -257,7 +282,9 @@ async function readRuns(wh: Warehouse, runs: number): Promise<RunStatusLine[]> {
 /** Which of `models` schema `main` holds; a table's rows from `rows` (the counts just read). */
 async function readModels(wh: Warehouse, models: readonly CatalogModel[], rows: Record<string, number>): Promise<ModelStatus[]> {
   const present = new Set(
-    (await wh.all<{ name: string }>("select table_name as name from information_schema.tables where table_schema = 'main'")).map((r) => r.name),
+    (await wh.all<{ name: string }>("select table_name as name from information_schema.tables where table_schema = 'main'")).map(
+      (r) => r.name,
+    ),
   );
   return models.map((m) => ({
     name: m.name,

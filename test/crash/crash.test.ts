@@ -163,7 +163,8 @@ describe('crash safety: SIGKILL at any instant, then a run to completion (guaran
       return `  ${f.padEnd(24)} ${String(os.filter((o) => o.died).length).padStart(3)} killed mid-run / ${os.length} instants`;
     });
     const timerStages = new Map<string, number>();
-    for (const o of outcomes.filter((x) => x.family === 'kill -9 (timer)' && x.died)) timerStages.set(o.lastLog, (timerStages.get(o.lastLog) ?? 0) + 1);
+    for (const o of outcomes.filter((x) => x.family === 'kill -9 (timer)' && x.died))
+      timerStages.set(o.lastLog, (timerStages.get(o.lastLog) ?? 0) + 1);
     console.log(
       [
         `crash suite: ${outcomes.length} kills (${outcomes.filter((o) => o.died).length} really died), wall ${((Date.now() - suiteStarted) / 1000).toFixed(1)} s`,
@@ -184,7 +185,8 @@ describe('crash safety: SIGKILL at any instant, then a run to completion (guaran
     const diff = diffRawEvents(snap.events, ref.events);
     if (diff) problems.push(`raw.events differs from the uninterrupted run: ${diff}`);
     problems.push(...streamShapeProblems(snap.events).map((p) => `raw.events: ${p}`));
-    if (JSON.stringify(snap.streamIds) !== JSON.stringify(ref.snapshot.streamIds)) problems.push(`raw.events streams ${JSON.stringify(snap.streamIds)}, expected ${JSON.stringify(ref.snapshot.streamIds)}`);
+    if (JSON.stringify(snap.streamIds) !== JSON.stringify(ref.snapshot.streamIds))
+      problems.push(`raw.events streams ${JSON.stringify(snap.streamIds)}, expected ${JSON.stringify(ref.snapshot.streamIds)}`);
     const cursor = (s: DbSnapshot): string => JSON.stringify(s.streams.map((r) => ({ ...r, event_count: String(r.event_count) })));
     if (cursor(snap) !== cursor(ref.snapshot)) problems.push(`etl.streams ${cursor(snap)}, expected ${cursor(ref.snapshot)}`);
     // A killed run cannot record its end: the next run marks it 'abandoned', never leaves it 'running'.
@@ -197,7 +199,8 @@ describe('crash safety: SIGKILL at any instant, then a run to completion (guaran
       problems.push(...exp.problems.map((p) => `exports: ${p}`));
       const models = exp.manifest.files.map((f) => f.model).sort();
       const refModels = ref.manifest.files.map((f) => f.model).sort();
-      if (JSON.stringify(models) !== JSON.stringify(refModels)) problems.push(`exported models ${JSON.stringify(models)}, expected ${JSON.stringify(refModels)}`);
+      if (JSON.stringify(models) !== JSON.stringify(refModels))
+        problems.push(`exported models ${JSON.stringify(models)}, expected ${JSON.stringify(refModels)}`);
       // Models built from raw.events alone must have the reference's row counts
       // (site snapshots accumulate one set per `sites` run, so their history may differ).
       for (const f of ref.manifest.files) {
@@ -212,7 +215,8 @@ describe('crash safety: SIGKILL at any instant, then a run to completion (guaran
     try {
       const current = readlinkSync(join(exportDir, 'current'));
       const snaps = readdirSync(join(exportDir, 'snapshots'));
-      if (!snaps.includes(current.replace(/^snapshots\//, '')) || snaps.length > 2) problems.push(`exports: current -> ${current}, snapshots ${JSON.stringify(snaps)}`);
+      if (!snaps.includes(current.replace(/^snapshots\//, '')) || snaps.length > 2)
+        problems.push(`exports: current -> ${current}, snapshots ${JSON.stringify(snaps)}`);
       const named = (exp?.manifest as { snapshot?: string } | undefined)?.snapshot;
       if (named !== current) problems.push(`exports: manifest names snapshot ${named}, current is ${current}`);
     } catch (err) {
@@ -249,7 +253,9 @@ describe('crash safety: SIGKILL at any instant, then a run to completion (guaran
     let r: CliResult & { elapsedMs?: number };
     const t0 = Date.now();
     if (inst.kind === 'failpoint') {
-      r = await runCli(['run'], envIn(dir, { RECRUIT_ETL_LOG_LEVEL: 'info', RECRUIT_ETL_FAILPOINT: `${inst.name}:${inst.n}` }), { timeoutMs: ITERATION_TIMEOUT_MS });
+      r = await runCli(['run'], envIn(dir, { RECRUIT_ETL_LOG_LEVEL: 'info', RECRUIT_ETL_FAILPOINT: `${inst.name}:${inst.n}` }), {
+        timeoutMs: ITERATION_TIMEOUT_MS,
+      });
     } else {
       r = await runCliKilledAfter(['run'], envIn(dir, { RECRUIT_ETL_LOG_LEVEL: 'info' }), inst.delayMs, {
         timeoutMs: ITERATION_TIMEOUT_MS,
@@ -257,7 +263,10 @@ describe('crash safety: SIGKILL at any instant, then a run to completion (guaran
       });
     }
     const died = r.signal === 'SIGKILL';
-    if (!died && r.code !== 0) throw new Error(`${inst.label}: the killed run neither died by SIGKILL nor finished: code ${r.code} signal ${r.signal}: ${r.stderr.trim()}`);
+    if (!died && r.code !== 0)
+      throw new Error(
+        `${inst.label}: the killed run neither died by SIGKILL nor finished: code ${r.code} signal ${r.signal}: ${r.stderr.trim()}`,
+      );
     if (died && r.stderr.trim() !== '') throw new Error(`${inst.label}: the killed run wrote to stderr: ${r.stderr.trim()}`);
     const logs = logLines(r.stdout);
     const last = logs[logs.length - 1];
@@ -270,8 +279,15 @@ describe('crash safety: SIGKILL at any instant, then a run to completion (guaran
         // Killed after it recorded its success (while closing): everything before it is done.
         const inCopy = existsSync(publishedCopyPath(db)) ? await runStatusesSince(publishedCopyPath(db), t0) : [];
         const metrics = join(dir, 'metrics', 'recruit_etl.prom');
-        const exit = existsSync(metrics) ? readSeries(readFileSync(metrics, 'utf8')).get('recruit_etl_last_exit_code')?.find((x) => x.labels['command'] === 'run')?.value : undefined;
-        rowProblem = inCopy.join() === 'succeeded' && exit === 0 ? undefined : `${rowProblem}; the copy says ${JSON.stringify(inCopy)}, the metrics file exit ${exit}`;
+        const exit = existsSync(metrics)
+          ? readSeries(readFileSync(metrics, 'utf8'))
+              .get('recruit_etl_last_exit_code')
+              ?.find((x) => x.labels['command'] === 'run')?.value
+          : undefined;
+        rowProblem =
+          inCopy.join() === 'succeeded' && exit === 0
+            ? undefined
+            : `${rowProblem}; the copy says ${JSON.stringify(inCopy)}, the metrics file exit ${exit}`;
       }
     } catch (err) {
       rowProblem = `etl.runs cannot be read after the kill: ${(err as Error).message}`;
@@ -309,8 +325,13 @@ describe('crash safety: SIGKILL at any instant, then a run to completion (guaran
   }
 
   /** Run instants two at a time; fail with the list of every instant that went wrong. */
-  async function runInstants(instants: Instant[], checkAtKill?: (inst: Instant, dir: string, o: KillOutcome) => string | undefined): Promise<KillOutcome[]> {
-    const results = await mapPool(instants, CONCURRENCY, (inst) => crashIteration(inst, checkAtKill && ((dir, o) => checkAtKill(inst, dir, o))));
+  async function runInstants(
+    instants: Instant[],
+    checkAtKill?: (inst: Instant, dir: string, o: KillOutcome) => string | undefined,
+  ): Promise<KillOutcome[]> {
+    const results = await mapPool(instants, CONCURRENCY, (inst) =>
+      crashIteration(inst, checkAtKill && ((dir, o) => checkAtKill(inst, dir, o))),
+    );
     const failures = results.flatMap((r) => (r.ok ? [] : [r.error instanceof Error ? r.error.message : String(r.error)]));
     expect(failures, `${failures.length} of ${instants.length} kill instants failed`).toEqual([]);
     return results.flatMap((r) => (r.ok ? [r.value] : []));
@@ -318,10 +339,17 @@ describe('crash safety: SIGKILL at any instant, then a run to completion (guaran
 
   /** Every extract failpoint on every page: first, second, …, middle, …, last. */
   const extractInstants = (): Instant[] =>
-    EXTRACT_POINTS.flatMap((name) => Array.from({ length: ref.pages }, (_, i): Instant => ({ kind: 'failpoint', name, n: i + 1, label: `${name}:${i + 1}` })));
+    EXTRACT_POINTS.flatMap((name) =>
+      Array.from({ length: ref.pages }, (_, i): Instant => ({ kind: 'failpoint', name, n: i + 1, label: `${name}:${i + 1}` })),
+    );
   const laterInstants = (): Instant[] => [
     { kind: 'failpoint', name: 'transform.before', n: 1, label: 'transform.before:1' },
-    ...ref.manifest.files.map((_, i): Instant => ({ kind: 'failpoint', name: 'export.mid-file', n: i + 1, label: `export.mid-file:${i + 1}` })),
+    ...ref.manifest.files.map((_, i): Instant => ({
+      kind: 'failpoint',
+      name: 'export.mid-file',
+      n: i + 1,
+      label: `export.mid-file:${i + 1}`,
+    })),
     { kind: 'failpoint', name: 'export.before-swap', n: 1, label: 'export.before-swap:1' },
     { kind: 'failpoint', name: 'run.before-checkpoint', n: 1, label: 'run.before-checkpoint:1' },
     { kind: 'failpoint', name: 'publish.mid-copy', n: 1, label: 'publish.mid-copy:1' },
@@ -335,11 +363,18 @@ describe('crash safety: SIGKILL at any instant, then a run to completion (guaran
   };
   const timerInstants = (): Instant[] => [
     // Start-up: loading, opening (creating) the DuckDB file, migrations.
-    ...spread(STARTUP_KILLS, 50, ref.startupMs).map((delayMs): Instant => ({ kind: 'timer', delayMs, label: `kill -9 ${delayMs} ms after spawn` })),
+    ...spread(STARTUP_KILLS, 50, ref.startupMs).map((delayMs): Instant => ({
+      kind: 'timer',
+      delayMs,
+      label: `kill -9 ${delayMs} ms after spawn`,
+    })),
     // The run proper, from its first log line to its end: extract, sites, transform, export, checkpoint, publish.
-    ...spread(RUN_KILLS, 0, ref.finishedMs - ref.startupMs).map(
-      (delayMs): Instant => ({ kind: 'timer', delayMs, startOn: RUN_STARTED, label: `kill -9 ${delayMs} ms after "run started"` }),
-    ),
+    ...spread(RUN_KILLS, 0, ref.finishedMs - ref.startupMs).map((delayMs): Instant => ({
+      kind: 'timer',
+      delayMs,
+      startOn: RUN_STARTED,
+      label: `kill -9 ${delayMs} ms after "run started"`,
+    })),
   ];
 
   it('the uninterrupted reference run loads exactly the API stream, over many pages', async () => {
@@ -350,7 +385,9 @@ describe('crash safety: SIGKILL at any instant, then a run to completion (guaran
     const expected = expectedEvents(api.truth, { trialIds: api.truth.trialIds, eventTypes: [...DEFAULT_EVENT_TYPES] });
     expect(expected.length).toBeGreaterThanOrEqual(450);
     expect(expected.length).toBeLessThanOrEqual(1500);
-    expect(ref.events.map((e) => [Number(e.stream_position), e.event_id, e.event_type])).toEqual(expected.map((e, i) => [i + 1, e.id, e.eventType]));
+    expect(ref.events.map((e) => [Number(e.stream_position), e.event_id, e.event_type])).toEqual(
+      expected.map((e, i) => [i + 1, e.id, e.eventType]),
+    );
     expect(ref.events.map((e) => JSON.parse(e.envelope) as unknown)).toEqual(expected.map((e) => e.envelope));
     expect(ref.pages).toBeGreaterThanOrEqual(Math.ceil(expected.length / PAGE_SIZE));
     expect(ref.pages).toBeGreaterThanOrEqual(10);
@@ -377,7 +414,8 @@ describe('crash safety: SIGKILL at any instant, then a run to completion (guaran
     const done = await runInstants(laterInstants(), (inst, dir, o) => {
       if (inst.kind !== 'failpoint') return undefined;
       if (!o.died) return `the failpoint was reached but the process did not die by SIGKILL (exit ${o.exitCode})`;
-      if (o.rowsAtKill !== ref.events.length) return `${o.rowsAtKill} raw.events rows after the kill, expected all ${ref.events.length} (extract had committed)`;
+      if (o.rowsAtKill !== ref.events.length)
+        return `${o.rowsAtKill} raw.events rows after the kill, expected all ${ref.events.length} (extract had committed)`;
       if (inst.name === 'export.mid-file' || inst.name === 'export.before-swap') {
         // Nothing is published before the swap (docs/exports.md): the export folder holds only
         // the unpublished snapshot folder of this first export, no current, no stable path. In
@@ -386,14 +424,20 @@ describe('crash safety: SIGKILL at any instant, then a run to completion (guaran
         const exportDir = join(dir, 'exports');
         const top = existsSync(exportDir) ? readdirSync(exportDir) : [];
         const snaps = top.includes('snapshots') ? readdirSync(join(exportDir, 'snapshots')) : [];
-        if (JSON.stringify(top) !== '["snapshots"]' || snaps.length !== 1) return `unexpected export folder after the kill: ${JSON.stringify(top)}, snapshots ${JSON.stringify(snaps)}`;
+        if (JSON.stringify(top) !== '["snapshots"]' || snaps.length !== 1)
+          return `unexpected export folder after the kill: ${JSON.stringify(top)}, snapshots ${JSON.stringify(snaps)}`;
         const files = readdirSync(join(exportDir, 'snapshots', snaps[0]!));
         const tmps = files.filter((f) => f.endsWith('.tmp'));
         const done = files.filter((f) => f.endsWith('.parquet'));
-        const want = inst.name === 'export.mid-file' ? { tmps: 1, done: inst.n - 1, manifest: false } : { tmps: 0, done: ref.manifest.files.length, manifest: true };
-        if (tmps.length !== want.tmps || done.length !== want.done || files.includes('manifest.json') !== want.manifest) return `unexpected snapshot folder after the kill: ${JSON.stringify(files)}`;
+        const want =
+          inst.name === 'export.mid-file'
+            ? { tmps: 1, done: inst.n - 1, manifest: false }
+            : { tmps: 0, done: ref.manifest.files.length, manifest: true };
+        if (tmps.length !== want.tmps || done.length !== want.done || files.includes('manifest.json') !== want.manifest)
+          return `unexpected snapshot folder after the kill: ${JSON.stringify(files)}`;
       }
-      if (inst.name === 'publish.mid-copy' && tmpLeftovers(dir).length !== 1) return `expected the half-written copy as a .tmp beside the db, found ${JSON.stringify(readdirSync(dir))}`;
+      if (inst.name === 'publish.mid-copy' && tmpLeftovers(dir).length !== 1)
+        return `expected the half-written copy as a .tmp beside the db, found ${JSON.stringify(readdirSync(dir))}`;
       return undefined;
     });
     expect(done.every((o) => o.died)).toBe(true);
@@ -411,7 +455,15 @@ describe('crash safety: SIGKILL at any instant, then a run to completion (guaran
     const rnd = seededRandom(20260107);
     const dir = freshFolder('loop');
     const db = join(dir, 'warehouse.duckdb');
-    const names: FailpointName[] = [...EXTRACT_POINTS, 'transform.before', 'export.mid-file', 'run.before-checkpoint', 'publish.mid-copy', 'run.before-metrics', 'run.before-succeeded'];
+    const names: FailpointName[] = [
+      ...EXTRACT_POINTS,
+      'transform.before',
+      'export.mid-file',
+      'run.before-checkpoint',
+      'publish.mid-copy',
+      'run.before-metrics',
+      'run.before-succeeded',
+    ];
     let lastRows = 0;
     let died = 0;
     let midStream = 0;
@@ -427,7 +479,12 @@ describe('crash safety: SIGKILL at any instant, then a run to completion (guaran
         // (a timer kill can land after a fast extract has finished): each commits 1 to half of
         // the remaining pages, then dies.
         const n = 1 + Math.floor(rnd() * Math.max(1, Math.floor((remainingPages - 1) / 2)));
-        inst = { kind: 'failpoint', name: 'extract.after-commit', n, label: `loop ${i + 1}: extract.after-commit:${n} (${lastRows} rows in)` };
+        inst = {
+          kind: 'failpoint',
+          name: 'extract.after-commit',
+          n,
+          label: `loop ${i + 1}: extract.after-commit:${n} (${lastRows} rows in)`,
+        };
       } else if (rnd() < 0.4) {
         const delayMs = Math.round(rnd() * LOOP_TIMER_MAX_MS);
         inst = { kind: 'timer', delayMs, startOn: RUN_STARTED, label: `loop ${i + 1}: kill -9 ${delayMs} ms after "run started"` };

@@ -44,11 +44,15 @@ function runCliMounted(setup: string, args: string[], env: Record<string, string
   const base: Record<string, string> = {};
   for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('RECRUIT_ETL_') && v !== undefined) base[k] = v;
   return new Promise((resolve, reject) => {
-    const child = spawn('unshare', ['-m', 'sh', '-c', `set -e\n${setup}\nset +e\n"$@"\nrc=$?\n${after}\nexit $rc`, 'sh', process.execPath, CLI, ...args], {
-      cwd: ROOT,
-      env: { ...base, ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const child = spawn(
+      'unshare',
+      ['-m', 'sh', '-c', `set -e\n${setup}\nset +e\n"$@"\nrc=$?\n${after}\nexit $rc`, 'sh', process.execPath, CLI, ...args],
+      {
+        cwd: ROOT,
+        env: { ...base, ...env },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));

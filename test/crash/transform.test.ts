@@ -23,15 +23,45 @@ function night(): RawEventRow[] {
   const at = '2024-03-05T00:00:00.000Z';
   const msg = (subject: string, extra: Record<string, unknown>) => ({ trialId: 'T1', referralSubjectId: subject, siteId: 'S1', ...extra });
   return [
-    { stream_id: 'stream-a', stream_position: 500, event_id: 'n1', event_type: 'v1.patient.created', published_time: '2024-02-01T10:01:00Z', message: msg('p9', { referralReceivedTime: '2024-02-01T09:00:00Z', createdTime: '2024-02-01T10:00:00Z', patientStatus: 'potentialCandidate' }), extracted_at: at },
-    { stream_id: 'stream-a', stream_position: 501, event_id: 'n2', event_type: 'v1.patient.statusChanged', published_time: '2024-02-20T10:01:00Z', message: msg('p1', { patientStatus: 'screenFailure', statusChangedTime: '2024-01-03T10:00:00Z' }), extracted_at: at },
+    {
+      stream_id: 'stream-a',
+      stream_position: 500,
+      event_id: 'n1',
+      event_type: 'v1.patient.created',
+      published_time: '2024-02-01T10:01:00Z',
+      message: msg('p9', {
+        referralReceivedTime: '2024-02-01T09:00:00Z',
+        createdTime: '2024-02-01T10:00:00Z',
+        patientStatus: 'potentialCandidate',
+      }),
+      extracted_at: at,
+    },
+    {
+      stream_id: 'stream-a',
+      stream_position: 501,
+      event_id: 'n2',
+      event_type: 'v1.patient.statusChanged',
+      published_time: '2024-02-20T10:01:00Z',
+      message: msg('p1', { patientStatus: 'screenFailure', statusChangedTime: '2024-01-03T10:00:00Z' }),
+      extracted_at: at,
+    },
     { ...FIXTURE_EVENTS[5]!, stream_id: 'stream-a', stream_position: 502, extracted_at: at },
-    { stream_id: 'stream-c', stream_position: 1, event_id: 'n3', event_type: 'v1.patient.statusChanged', published_time: '2024-02-21T10:01:00Z', message: msg('p2', { patientStatus: 'dropped', statusChangedTime: '2024-02-21T10:00:00Z' }), extracted_at: at },
+    {
+      stream_id: 'stream-c',
+      stream_position: 1,
+      event_id: 'n3',
+      event_type: 'v1.patient.statusChanged',
+      published_time: '2024-02-21T10:01:00Z',
+      message: msg('p2', { patientStatus: 'dropped', statusChangedTime: '2024-02-21T10:00:00Z' }),
+      extracted_at: at,
+    },
   ];
 }
 
 async function modelNames(wh: Warehouse): Promise<string[]> {
-  const rows = await wh.all<{ name: string }>(`select table_name as name from information_schema.tables where table_schema = 'main' order by 1`);
+  const rows = await wh.all<{ name: string }>(
+    `select table_name as name from information_schema.tables where table_schema = 'main' order by 1`,
+  );
   return rows.map((r) => r.name).filter((n) => !n.startsWith('int_delta_'));
 }
 

@@ -25,24 +25,28 @@ describe('a clean run', () => {
     tmp.cleanup();
   });
 
-  it.each([100, 1000])('at page size %i logs nothing at warn level or above, and loads every event', async (pageSize) => {
-    const db = join(tmp.dir, `p${pageSize}`, 'warehouse.duckdb');
-    const env = envFor(api, db, {
-      RECRUIT_ETL_EXPORT_DIR: join(tmp.dir, `p${pageSize}`, 'exports'),
-      RECRUIT_ETL_PAGE_SIZE: String(pageSize),
-      RECRUIT_ETL_LOG_LEVEL: 'info',
-    });
-    const r = await runCli(['run'], env);
-    expect(r.code).toBe(0);
-    expect(r.stderr).toBe('');
-    const lines = logLines(r.stdout);
-    expect(lines.some((l) => l['msg'] === 'run summary')).toBe(true);
-    expect(lines.filter((l) => typeof l['level'] === 'number' && (l['level'] as number) >= 40)).toEqual([]);
-    const wh = await Warehouse.open(db, { readOnly: true });
-    try {
-      expect(await wh.one<{ n: bigint }>('select count(*) as n from raw.events')).toEqual({ n: BigInt(EVENTS) });
-    } finally {
-      await wh.close();
-    }
-  }, 240_000);
+  it.each([100, 1000])(
+    'at page size %i logs nothing at warn level or above, and loads every event',
+    async (pageSize) => {
+      const db = join(tmp.dir, `p${pageSize}`, 'warehouse.duckdb');
+      const env = envFor(api, db, {
+        RECRUIT_ETL_EXPORT_DIR: join(tmp.dir, `p${pageSize}`, 'exports'),
+        RECRUIT_ETL_PAGE_SIZE: String(pageSize),
+        RECRUIT_ETL_LOG_LEVEL: 'info',
+      });
+      const r = await runCli(['run'], env);
+      expect(r.code).toBe(0);
+      expect(r.stderr).toBe('');
+      const lines = logLines(r.stdout);
+      expect(lines.some((l) => l['msg'] === 'run summary')).toBe(true);
+      expect(lines.filter((l) => typeof l['level'] === 'number' && (l['level'] as number) >= 40)).toEqual([]);
+      const wh = await Warehouse.open(db, { readOnly: true });
+      try {
+        expect(await wh.one<{ n: bigint }>('select count(*) as n from raw.events')).toEqual({ n: BigInt(EVENTS) });
+      } finally {
+        await wh.close();
+      }
+    },
+    240_000,
+  );
 });

@@ -46,9 +46,13 @@ describe('recruit-etl as a process', () => {
     const sites = Object.values(api.truth.sites).reduce((a, s) => a + s.length, 0);
     expect(await count(db, 'select count(*) as n from raw.site_snapshots')).toBe(sites);
     // Exports and manifest.
-    const manifest = JSON.parse(readFileSync(join(exportDir, 'manifest.json'), 'utf8')) as { runId: string; files: { model: string; rows: number; columns: unknown[] }[] };
+    const manifest = JSON.parse(readFileSync(join(exportDir, 'manifest.json'), 'utf8')) as {
+      runId: string;
+      files: { model: string; rows: number; columns: unknown[] }[];
+    };
     const models = manifest.files.map((f) => f.model);
-    for (const m of ['fct_patient_funnel', 'fct_contact_attempts', 'mart_recruitment_funnel', 'dim_study_website_sites']) expect(models).toContain(m);
+    for (const m of ['fct_patient_funnel', 'fct_contact_attempts', 'mart_recruitment_funnel', 'dim_study_website_sites'])
+      expect(models).toContain(m);
     const funnel = manifest.files.find((f) => f.model === 'fct_patient_funnel')!;
     expect(funnel.rows).toBe(api.truth.patients.length);
     expect(funnel.columns.length).toBeGreaterThan(10);
@@ -98,13 +102,22 @@ describe('recruit-etl as a process', () => {
     const lines = r.stderr.trim().split('\n');
     expect(lines).toHaveLength(1);
     expect(lines[0]).toMatch(/^recruit-etl: error: missing required option\(s\): /);
-    for (const v of ['RECRUIT_ETL_BASE_URL', 'RECRUIT_ETL_AUTH_URL', 'RECRUIT_ETL_CLIENT_ID', 'RECRUIT_ETL_CLIENT_SECRET', 'RECRUIT_ETL_AUDIENCE', 'RECRUIT_ETL_TRIAL_ID']) {
+    for (const v of [
+      'RECRUIT_ETL_BASE_URL',
+      'RECRUIT_ETL_AUTH_URL',
+      'RECRUIT_ETL_CLIENT_ID',
+      'RECRUIT_ETL_CLIENT_SECRET',
+      'RECRUIT_ETL_AUDIENCE',
+      'RECRUIT_ETL_TRIAL_ID',
+    ]) {
       expect(lines[0]).toContain(v);
     }
   });
 
   it("the bin runs through its shebang, with the V8 heap flags and the allocator setting the extract's memory relies on", () => {
-    expect(readFileSync(CLI, 'utf8').split('\n')[0]).toBe('#!/usr/bin/env -S MALLOC_ARENA_MAX=2 node --max-semi-space-size=4 --heap-growing-percent=20');
+    expect(readFileSync(CLI, 'utf8').split('\n')[0]).toBe(
+      '#!/usr/bin/env -S MALLOC_ARENA_MAX=2 node --max-semi-space-size=4 --heap-growing-percent=20',
+    );
     const r = spawnSync(CLI, ['--help'], { encoding: 'utf8' });
     expect(r.status).toBe(0);
     expect(r.stdout).toContain('recruit-etl <command> [options]');

@@ -139,12 +139,19 @@ describe('a busy port', () => {
     try {
       const sim = await runCli(['mock-api', '--port', String(port)]);
       expect(sim.code).toBe(2);
-      expect(sim.stderr.trim()).toBe(`recruit-etl: error: --port (RECRUIT_ETL_PORT): 127.0.0.1:${port} is already in use (pick another port, or 0 for any free one)`);
+      expect(sim.stderr.trim()).toBe(
+        `recruit-etl: error: --port (RECRUIT_ETL_PORT): 127.0.0.1:${port} is already in use (pick another port, or 0 for any free one)`,
+      );
 
       const env: Record<string, string> = {};
-      for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('RECRUIT_ETL_') && !k.startsWith('DEMO_') && v !== undefined) env[k] = v;
+      for (const [k, v] of Object.entries(process.env))
+        if (!k.startsWith('RECRUIT_ETL_') && !k.startsWith('DEMO_') && v !== undefined) env[k] = v;
       const demo = await new Promise<{ code: number | null; stderr: string }>((resolve, reject) => {
-        const child = spawn('bash', ['scripts/demo.sh'], { cwd: ROOT, env: { ...env, DEMO_PORT: String(port), DEMO_DATA_DIR: tmp.dir }, stdio: ['ignore', 'pipe', 'pipe'] });
+        const child = spawn('bash', ['scripts/demo.sh'], {
+          cwd: ROOT,
+          env: { ...env, DEMO_PORT: String(port), DEMO_DATA_DIR: tmp.dir },
+          stdio: ['ignore', 'pipe', 'pipe'],
+        });
         let stderr = '';
         child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
         child.on('error', reject);
@@ -171,7 +178,10 @@ describe('--file-mode', () => {
       const dataDir = join(tmp.dir, 'data');
       const db = join(dataDir, 'w.duckdb');
       const exportDir = join(tmp.dir, 'out', 'exports');
-      const r = await runCli(['run', '--file-mode', '0640'], envFor(api, db, { RECRUIT_ETL_EXPORT_DIR: exportDir, RECRUIT_ETL_LOG_LEVEL: 'warn' }));
+      const r = await runCli(
+        ['run', '--file-mode', '0640'],
+        envFor(api, db, { RECRUIT_ETL_EXPORT_DIR: exportDir, RECRUIT_ETL_LOG_LEVEL: 'warn' }),
+      );
       expect(r.code, r.stderr).toBe(0);
       expect(mode(db)).toBe('0600');
       expect(mode(join(dataDir, 'w.readonly.duckdb'))).toBe('0640');
@@ -210,7 +220,10 @@ describe('--metrics-file', () => {
   const read = (path: string): Map<string, Map<string, number>> => {
     const out = new Map<string, Map<string, number>>();
     for (const f of parsePrometheusTextFormat(readFileSync(path, 'utf8')) as Family[]) {
-      out.set(f.name, new Map(f.metrics.map((m) => [m.labels?.['command'] ?? m.labels?.['stream_id'] ?? m.labels?.['stage'] ?? '', Number(m.value)])));
+      out.set(
+        f.name,
+        new Map(f.metrics.map((m) => [m.labels?.['command'] ?? m.labels?.['stream_id'] ?? m.labels?.['stage'] ?? '', Number(m.value)])),
+      );
     }
     return out;
   };
@@ -292,9 +305,17 @@ describe('--metrics-file', () => {
       spawnSync('mkfifo', [fifo]);
       const dir = join(tmp.dir, 'dir.prom');
       mkdirSync(dir);
-      for (const [path, kind] of [[fifo, 'a FIFO (named pipe)'], ['/dev/zero', 'a character device'], [dir, 'a folder']] as const) {
+      for (const [path, kind] of [
+        [fifo, 'a FIFO (named pipe)'],
+        ['/dev/zero', 'a character device'],
+        [dir, 'a folder'],
+      ] as const) {
         // A blocking open of the FIFO would hang until the 20 s guard kills it (signal set).
-        const r = await runCli(['transform'], { RECRUIT_ETL_DB: join(tmp.dir, 'w.duckdb'), RECRUIT_ETL_METRICS_FILE: path }, { timeoutMs: 20_000 });
+        const r = await runCli(
+          ['transform'],
+          { RECRUIT_ETL_DB: join(tmp.dir, 'w.duckdb'), RECRUIT_ETL_METRICS_FILE: path },
+          { timeoutMs: 20_000 },
+        );
         expect(r.signal, path).toBeNull();
         expect(r.code, r.stderr).toBe(2);
         expect(r.stderr).toContain(`--metrics-file (RECRUIT_ETL_METRICS_FILE) ${path} is ${kind}`);

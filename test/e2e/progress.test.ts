@@ -24,7 +24,11 @@ describe('progress and the run summary', () => {
   beforeAll(async () => {
     // Every events page waits 100 ms: 20-event pages make an extract of a few seconds. One event
     // has a lone surrogate (quarantined) in the first run.
-    api = await startSim({ seed: 5, patientsPerTrial: 30, faults: [parseFaultSpec('events:latency=100:times=100000'), parseFaultSpec('events:loneSurrogate:after=3:event=5')] });
+    api = await startSim({
+      seed: 5,
+      patientsPerTrial: 30,
+      faults: [parseFaultSpec('events:latency=100:times=100000'), parseFaultSpec('events:loneSurrogate:after=3:event=5')],
+    });
     tmp = tempDir();
   });
   afterAll(async () => {
@@ -79,7 +83,9 @@ describe('progress and the run summary', () => {
     // The same per-stage durations are recorded in etl.runs.stages.
     const wh = await Warehouse.open(db, { readOnly: true });
     try {
-      const row = await wh.one<{ stages: string; run_id: string }>("select run_id, stages::varchar as stages from etl.runs where command = 'run'");
+      const row = await wh.one<{ stages: string; run_id: string }>(
+        "select run_id, stages::varchar as stages from etl.runs where command = 'run'",
+      );
       expect(row!.run_id).toBe(s.runId);
       expect(JSON.parse(row!.stages)).toEqual(s.stages);
     } finally {
@@ -108,7 +114,11 @@ describe('progress and the run summary', () => {
 
   it('on a terminal: a live display and a readable summary on stderr', async () => {
     const db = join(tmp.dir, 't.duckdb');
-    const env = envFor(api, db, { RECRUIT_ETL_EXPORT_DIR: join(tmp.dir, 't-exports'), RECRUIT_ETL_PAGE_SIZE: '20', RECRUIT_ETL_LOG_LEVEL: 'warn' });
+    const env = envFor(api, db, {
+      RECRUIT_ETL_EXPORT_DIR: join(tmp.dir, 't-exports'),
+      RECRUIT_ETL_PAGE_SIZE: '20',
+      RECRUIT_ETL_LOG_LEVEL: 'warn',
+    });
     const clean: Record<string, string> = {};
     for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('RECRUIT_ETL_') && v !== undefined) clean[k] = v;
     // `script` gives the command a pseudo-terminal as stdout and stderr (not spawnSync: the

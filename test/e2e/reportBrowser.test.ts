@@ -58,7 +58,9 @@ describe('the report in headless Chromium', () => {
     browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu'] });
     wh = await builtWarehouse(':memory:', await simulatorRows({ seed: 7, trials: 2, sitesPerTrial: 4, patientsPerTrial: 150 }));
     // a target for the first trial only: the other shows the 91-day forecast alone
-    const first = await wh.one<{ trial_id: string; e: bigint }>('select trial_id, enrolled_to_date as e from main.mart_enrolment_forecast order by trial_id limit 1');
+    const first = await wh.one<{ trial_id: string; e: bigint }>(
+      'select trial_id, enrolled_to_date as e from main.mart_enrolment_forecast order by trial_id limit 1',
+    );
     const targets = join(tmp.dir, 'targets.csv');
     writeFileSync(targets, `trial_id,enrolment_target,target_date\n${first!.trial_id},${Number(first!.e) + 30},2099-12-31\n`);
     await runTransform(wh, { trialTargets: targets });
@@ -85,7 +87,10 @@ describe('the report in headless Chromium', () => {
       sections.map((s) => ({
         trial: s.getAttribute('data-trial'),
         stages: Object.fromEntries(
-          [...s.querySelectorAll('tr[data-funnel-stage]')].map((tr) => [tr.getAttribute('data-funnel-stage'), Number((tr.children[1]?.textContent ?? '').replaceAll(',', ''))]),
+          [...s.querySelectorAll('tr[data-funnel-stage]')].map((tr) => [
+            tr.getAttribute('data-funnel-stage'),
+            Number((tr.children[1]?.textContent ?? '').replaceAll(',', '')),
+          ]),
         ),
       })),
     );
@@ -93,10 +98,17 @@ describe('the report in headless Chromium', () => {
       `select trial_id, sum(referrals) as referred, sum(reached_pre_screening) as pre_screening, sum(reached_visit_scheduled) as visit_scheduled,
          sum(reached_screening) as screening, sum(reached_enrolled) as enrolled from main.mart_recruitment_funnel group by 1 order by 1`,
     );
-    expect(shown).toEqual(mart.map(({ trial_id, ...c }) => ({ trial: trial_id, stages: Object.fromEntries(Object.entries(c).map(([k, v]) => [k, Number(v)])) })));
+    expect(shown).toEqual(
+      mart.map(({ trial_id, ...c }) => ({
+        trial: trial_id,
+        stages: Object.fromEntries(Object.entries(c).map(([k, v]) => [k, Number(v)])),
+      })),
+    );
 
     // The charts are drawn: inline SVG with marks, visible on the page.
-    const charts = await page.$$eval('div.chart > svg', (svgs) => svgs.map((s) => ({ w: s.getBoundingClientRect().width, marks: s.querySelectorAll('path, rect, line').length })));
+    const charts = await page.$$eval('div.chart > svg', (svgs) =>
+      svgs.map((s) => ({ w: s.getBoundingClientRect().width, marks: s.querySelectorAll('path, rect, line').length })),
+    );
     expect(charts.length).toBe(16);
     for (const c of charts) {
       expect(c.w).toBeGreaterThan(100);
@@ -117,7 +129,12 @@ describe('the report in headless Chromium', () => {
     const shown = await page.$$eval('table.forecast', (tables) =>
       tables.map((t) => ({
         trial: t.getAttribute('data-forecast'),
-        ...Object.fromEntries([...t.querySelectorAll('td[data-col]')].map((td) => [td.getAttribute('data-col'), (td.textContent ?? '').replace(/\s+/g, ' ').trim()])),
+        ...Object.fromEntries(
+          [...t.querySelectorAll('td[data-col]')].map((td) => [
+            td.getAttribute('data-col'),
+            (td.textContent ?? '').replace(/\s+/g, ' ').trim(),
+          ]),
+        ),
       })),
     );
     const mart = await wh.all<Record<string, unknown>>(
@@ -136,7 +153,10 @@ describe('the report in headless Chromium', () => {
         next_91d: `${String(m['b'])} (${String(m['a'])}–${String(m['c'])})`,
         ...(m['enrolment_target'] === null
           ? {}
-          : { target_reached_on: `${String(m['r50'])} (${String(m['r10'])} – ${String(m['r90'])})`, probability: `${Math.round(100 * Number(m['p']))}%` }),
+          : {
+              target_reached_on: `${String(m['r50'])} (${String(m['r10'])} – ${String(m['r90'])})`,
+              probability: `${Math.round(100 * Number(m['p']))}%`,
+            }),
       })),
     );
     // the band is drawn: an area under the line of the past, for each trial
@@ -144,7 +164,12 @@ describe('the report in headless Chromium', () => {
     expect(await page.locator('div.chart[data-chart="forecast"]').count()).toBe(2);
     // every site of the sites table shows its rate interval, as the site mart holds it
     const rates = await page.$$eval('section.trial', (sections) =>
-      sections.flatMap((s) => [...s.querySelectorAll('table.sites tr[data-site]')].map((tr) => `${s.getAttribute('data-trial')}/${tr.getAttribute('data-site')}: ${tr.querySelector('td[data-col="rate"]')?.textContent.replace(/\s+/g, ' ')}`)),
+      sections.flatMap((s) =>
+        [...s.querySelectorAll('table.sites tr[data-site]')].map(
+          (tr) =>
+            `${s.getAttribute('data-trial')}/${tr.getAttribute('data-site')}: ${tr.querySelector('td[data-col="rate"]')?.textContent.replace(/\s+/g, ' ')}`,
+        ),
+      ),
     );
     const siteMart = await wh.all<{ k: string }>(
       `select trial_id || '/' || site_id || ': ' || printf('%.1f (%.1f–%.1f)', enrolment_rate_per_30d_p50, enrolment_rate_per_30d_p10, enrolment_rate_per_30d_p90) as k
@@ -152,10 +177,15 @@ describe('the report in headless Chromium', () => {
     );
     expect(rates).toEqual(siteMart.map((r) => r.k));
     // one story: the worklist shows the funnel's labels, never a raw status code
-    const statuses = await page.$$eval('table.worklist td[data-col="current_status"]', (tds) => tds.map((td) => td.textContent?.trim() ?? ''));
+    const statuses = await page.$$eval('table.worklist td[data-col="current_status"]', (tds) =>
+      tds.map((td) => td.textContent?.trim() ?? ''),
+    );
     expect(statuses.length).toBeGreaterThan(0);
     // (a value the seed does not map is named as unknown, with its code)
-    for (const st of statuses) expect(['Referred', 'Pre-screening', 'Visit scheduled', 'Screening', 'Enrolled', '(none)']).toContain(st.replace(/^Unknown status \S+$/, 'Referred'));
+    for (const st of statuses)
+      expect(['Referred', 'Pre-screening', 'Visit scheduled', 'Screening', 'Enrolled', '(none)']).toContain(
+        st.replace(/^Unknown status \S+$/, 'Referred'),
+      );
     // the data's age: the simulator's data is months older than the report
     const stale = page.locator('header p.stale');
     expect(Number(await stale.getAttribute('data-stale-days'))).toBeGreaterThan(3);
@@ -163,7 +193,10 @@ describe('the report in headless Chromium', () => {
     // the site table's enrolments and the funnel's Enrolled: equal, or the page says why not
     for (const section of await page.locator('section.trial').all()) {
       const funnel = Number(await section.locator('tr[data-funnel-stage="enrolled"] td[data-value]').getAttribute('data-value'));
-      const sites = (await section.locator('table.sites td[data-col="enrolments"]').allInnerTexts()).reduce((n, x) => n + Number(x.replaceAll(',', '')), 0);
+      const sites = (await section.locator('table.sites td[data-col="enrolments"]').allInnerTexts()).reduce(
+        (n, x) => n + Number(x.replaceAll(',', '')),
+        0,
+      );
       expect(await section.locator('p[data-note="enrolled-mismatch"]').count()).toBe(sites === funnel ? 0 : 1);
     }
     // a date does not wrap: each stays on one line
@@ -186,14 +219,19 @@ describe('the report in headless Chromium', () => {
     expect(seen.dialogs).toEqual([]);
     expect(seen.requests).toEqual([pathToFileURL(path).href]);
     expect(await page.locator('script, img, image, iframe, object, embed, foreignObject').count()).toBe(0);
-    const handlers = await page.$$eval('*', (els) => els.flatMap((e) => [...e.attributes].filter((a) => a.name.startsWith('on')).map((a) => `${e.tagName}.${a.name}`)));
+    const handlers = await page.$$eval('*', (els) =>
+      els.flatMap((e) => [...e.attributes].filter((a) => a.name.startsWith('on')).map((a) => `${e.tagName}.${a.name}`)),
+    );
     expect(handlers).toEqual([]);
     // The values are shown as text, exactly as the data holds them.
     expect(await page.locator('section.trial h2').innerText()).toBe(`Trial ${HOSTILE_TRIAL}`);
     expect(await page.locator('section.trial').getAttribute('data-trial')).toBe(HOSTILE_TRIAL);
     const text = await page.locator('body').innerText();
     expect(text).toContain(HOSTILE_NAME);
-    expect(await page.locator('h4[data-site]').evaluateAll((hs) => hs.map((h) => h.getAttribute('data-site')))).toEqual([HOSTILE_SITE, 'S-2']);
+    expect(await page.locator('h4[data-site]').evaluateAll((hs) => hs.map((h) => h.getAttribute('data-site')))).toEqual([
+      HOSTILE_SITE,
+      'S-2',
+    ]);
     expect(await page.title()).toMatch(/^Recruitment report as of /);
     await page.screenshot({ path: join(tmp.dir, 'hostile.png'), fullPage: true });
     await page.context().close();

@@ -55,14 +55,39 @@ describe('recruit-etl status', () => {
     expect(s.freshness.cursorAgeSeconds).toBeGreaterThanOrEqual(0);
 
     expect(s.streams).toHaveLength(1);
-    expect(keys(s.streams[0]!)).toEqual(['cursorAgeSeconds', 'cursorState', 'environment', 'events', 'hasNextPage', 'lastPolledAt', 'name', 'origin', 'quarantined', 'status', 'streamId', 'transformedPosition']);
+    expect(keys(s.streams[0]!)).toEqual([
+      'cursorAgeSeconds',
+      'cursorState',
+      'environment',
+      'events',
+      'hasNextPage',
+      'lastPolledAt',
+      'name',
+      'origin',
+      'quarantined',
+      'status',
+      'streamId',
+      'transformedPosition',
+    ]);
     expect(s.streams[0]!.cursorState).toBe('caught up');
     expect(s.streams[0]!.origin).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
 
     expect(s.runs).toHaveLength(1);
     const run = s.runs[0]!;
     expect(keys(run)).toEqual([
-      'command', 'durationSeconds', 'error', 'eventsLoaded', 'filesExported', 'finishedAt', 'modelsBuilt', 'pagesFetched', 'runId', 'sitesLoaded', 'stages', 'startedAt', 'status',
+      'command',
+      'durationSeconds',
+      'error',
+      'eventsLoaded',
+      'filesExported',
+      'finishedAt',
+      'modelsBuilt',
+      'pagesFetched',
+      'runId',
+      'sitesLoaded',
+      'stages',
+      'startedAt',
+      'status',
     ]);
     expect(run.durationSeconds).toBeGreaterThan(0);
     expect(Object.keys(run.stages!)).toEqual(['extract', 'sites', 'transform', 'export', 'report']);
@@ -79,8 +104,12 @@ describe('recruit-etl status', () => {
       const mart = await wh.all<{ trial: string; referrals: bigint; enrolled: bigint }>(
         'select trial_id as trial, sum(referrals)::bigint as referrals, sum(reached_enrolled)::bigint as enrolled from main.mart_recruitment_funnel group by 1 order by 1',
       );
-      const withOrphans = await wh.all<{ trial: string; n: bigint }>('select trial_id as trial, count(*) as n from main.fct_patient_funnel group by 1 order by 1');
-      expect(s.funnel!.map((f) => [f.trial, f.referrals, f.enrolled])).toEqual(mart.map((m) => [m.trial, Number(m.referrals), Number(m.enrolled)]));
+      const withOrphans = await wh.all<{ trial: string; n: bigint }>(
+        'select trial_id as trial, count(*) as n from main.fct_patient_funnel group by 1 order by 1',
+      );
+      expect(s.funnel!.map((f) => [f.trial, f.referrals, f.enrolled])).toEqual(
+        mart.map((m) => [m.trial, Number(m.referrals), Number(m.enrolled)]),
+      );
       // The seed makes orphans: the fact has more patients than the mart's referrals.
       expect(withOrphans.reduce((a, r) => a + Number(r.n), 0)).toBeGreaterThan(s.funnel!.reduce((a, f) => a + f.referrals, 0));
     } finally {
@@ -123,7 +152,8 @@ describe('recruit-etl status', () => {
     const r = await runCli(['status'], env);
     expect(r.code).toBe(0);
     const out = r.stdout;
-    for (const section of ['freshness', 'streams', 'last runs', 'data quality', 'rows', 'models', 'funnel per trial']) expect(out).toMatch(new RegExp(`^${section}`, 'm'));
+    for (const section of ['freshness', 'streams', 'last runs', 'data quality', 'rows', 'models', 'funnel per trial'])
+      expect(out).toMatch(new RegExp(`^${section}`, 'm'));
     expect(out).toMatch(/last successful run +\d{4}-\d\d-\d\dT\S+Z \(\d+s ago, run \d{8}T/);
     expect(out).toMatch(/newest event published +\d{4}-/);
     expect(out).toMatch(/ cursor +cursor age /);
@@ -134,7 +164,9 @@ describe('recruit-etl status', () => {
     expect(out).toMatch(/^dq_orphan_events +\d+$/m);
     const json = JSON.parse((await runCli(['status', '--json'], env)).stdout) as WarehouseStatus;
     const f = json.funnel![0]!;
-    expect(out).toMatch(new RegExp(`^${f.trial} +${f.referrals} +${f.pre_screening} +${f.visit_scheduled} +${f.screening} +${f.enrolled}$`, 'm'));
+    expect(out).toMatch(
+      new RegExp(`^${f.trial} +${f.referrals} +${f.pre_screening} +${f.visit_scheduled} +${f.screening} +${f.enrolled}$`, 'm'),
+    );
   });
 
   it('while a run holds the live file: reads the published copy by itself and says so; exit 5 when there is none', async () => {

@@ -59,7 +59,11 @@ describe('streams: list and reset', () => {
     expect(again.code, again.stderr).toBe(0);
     const after = JSON.parse((await runCli(['streams', '--json'], env)).stdout) as StreamLine[];
     expect(after.find((s) => s.streamId === first.streamId)).toMatchObject({ status: 'retired', events: first.events });
-    expect(after.find((s) => s.streamId === fresh.streamId)).toMatchObject({ status: 'active', events: first.events, transformedPosition: first.events });
+    expect(after.find((s) => s.streamId === fresh.streamId)).toMatchObject({
+      status: 'active',
+      events: first.events,
+      transformedPosition: first.events,
+    });
 
     const wh = await Warehouse.open(db);
     try {
@@ -69,12 +73,18 @@ describe('streams: list and reset', () => {
       );
       expect(n[0]).toEqual({ raw: BigInt(2 * first.events), staged: BigInt(first.events), redelivered: BigInt(first.events) });
       // the incremental models after the reset equal a full refresh
-      const names = (await wh.all<{ t: string }>(`select table_name as t from information_schema.tables where table_schema = 'main' and table_name not like 'int_delta_%'`)).map((r) => r.t);
+      const names = (
+        await wh.all<{ t: string }>(
+          `select table_name as t from information_schema.tables where table_schema = 'main' and table_name not like 'int_delta_%'`,
+        )
+      ).map((r) => r.t);
       await wh.run('create schema snap');
       for (const t of names) await wh.run(`create table snap."${t}" as select * from main."${t}"`);
       await runTransform(wh, { fullRefresh: true });
       for (const t of names) {
-        const d = await wh.all<{ c: bigint }>(`select count(*) as c from ((select * from snap."${t}" except all select * from main."${t}") union all (select * from main."${t}" except all select * from snap."${t}"))`);
+        const d = await wh.all<{ c: bigint }>(
+          `select count(*) as c from ((select * from snap."${t}" except all select * from main."${t}") union all (select * from main."${t}" except all select * from snap."${t}"))`,
+        );
         expect(Number(d[0]!.c), t).toBe(0);
       }
     } finally {
@@ -117,7 +127,10 @@ describe('streams: list and reset', () => {
     const yes = await runCli(['streams', 'retire', good.streamId, '--yes', '--json'], env);
     expect(yes.code, yes.stderr).toBe(0);
     expect(JSON.parse(yes.stdout)).toMatchObject({ streamId: good.streamId, status: 'retired', events: good.events });
-    const status = JSON.parse((await runCli(['status', '--json'], env)).stdout) as { rows: Record<string, number>; freshness: { cursorAgeSeconds: number | null } };
+    const status = JSON.parse((await runCli(['status', '--json'], env)).stdout) as {
+      rows: Record<string, number>;
+      freshness: { cursorAgeSeconds: number | null };
+    };
     expect(status.rows['raw.events']).toBe(good.events);
     expect(status.freshness.cursorAgeSeconds).toBeNull();
     expect((await runCli(['run'], env)).code).toBe(0);

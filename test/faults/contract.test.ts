@@ -23,7 +23,12 @@ type Rule = Omit<FaultRule, 'endpoint'>;
  * exactly `requests` events requests in all (no retry, nothing sent after), then a clean run
  * resumes and completes exactly.
  */
-async function expectContractBreak(rule: Rule, bad: number, requests: number | [number, number], extra: Record<string, unknown> = {}): Promise<{ out: Outcome; db: string }> {
+async function expectContractBreak(
+  rule: Rule,
+  bad: number,
+  requests: number | [number, number],
+  extra: Record<string, unknown> = {},
+): Promise<{ out: Outcome; db: string }> {
   fx.api.faults.add({ endpoint: 'events', after: bad - 1, ...rule });
   const db = fx.freshDb();
   const out = await extractOnce(fx.api, db, { pageSize: PAGE, ...extra });
@@ -117,8 +122,18 @@ describe('re-delivered ids', () => {
   // Batches of 3 pages: batch 1 = pages 1-3 (committed), batch 2 = pages 4-6 with the bad page 5.
   // Batches of 4 pages: pages 1-4, then 5-8 with the bad page 7: pages 1-6 stay.
   it.each([
-    { title: 'another payload inside a multi-page batch: exit 6, nothing of that page; the pages before it, in its batch too, are kept', kind: 'sameIdOtherPayload', batchPages: 3, badPage: 5 },
-    { title: 'an event without an id in the middle of a batch: exit 6, the pages before it in its batch are kept', kind: 'eventWithoutId', batchPages: 4, badPage: 7 },
+    {
+      title: 'another payload inside a multi-page batch: exit 6, nothing of that page; the pages before it, in its batch too, are kept',
+      kind: 'sameIdOtherPayload',
+      batchPages: 3,
+      badPage: 5,
+    },
+    {
+      title: 'an event without an id in the middle of a batch: exit 6, the pages before it in its batch are kept',
+      kind: 'eventWithoutId',
+      batchPages: 4,
+      badPage: 7,
+    },
   ] as const)('$title', async ({ kind, batchPages, badPage }) => {
     fx.api.faults.add({ endpoint: 'events', kind, after: badPage - 1 });
     const db = fx.freshDb();

@@ -24,7 +24,10 @@ const fx = useSimFixture('recruit-etl-hostile-', 'h');
 async function runAll(db: string, extra: Record<string, unknown> = {}): Promise<{ exitCode: number; message: string }> {
   const http = fastHttp();
   try {
-    await runJob('run', ['extract', 'transform', 'export'], { config: configFor(fx.api, db, { pageSize: PAGE, exportDir: join(fx.tmp.dir, `exp${fx.count}`), ...extra }), http });
+    await runJob('run', ['extract', 'transform', 'export'], {
+      config: configFor(fx.api, db, { pageSize: PAGE, exportDir: join(fx.tmp.dir, `exp${fx.count}`), ...extra }),
+      http,
+    });
     return { exitCode: 0, message: '' };
   } catch (err) {
     const { exitCode, text } = describeFailure(err, false);
@@ -45,19 +48,28 @@ describe('quarantine, never brick (a lone surrogate made every later transform f
     expect((await runAll(db)).exitCode).toBe(0);
     const wh = await Warehouse.open(db, { readOnly: true });
     try {
-      const q = await wh.all<{ p: bigint; id: string; body: string }>('select stream_position as p, event_id as id, body from raw.quarantined_events');
+      const q = await wh.all<{ p: bigint; id: string; body: string }>(
+        'select stream_position as p, event_id as id, body from raw.quarantined_events',
+      );
       expect(q).toHaveLength(1);
       const id = fx.expected[2 * PAGE + 3]!.id;
       expect(q[0]!.id).toBe(id);
       expect(Number(q[0]!.p)).toBe(2 * PAGE + 4);
       expect(q[0]!.body).toContain('\\ud800');
-      const stored = await wh.one<{ note: string; ok: boolean }>('select message->>\'note\' as note, json_valid(envelope) as ok from raw.events where event_id = ?', [id]);
+      const stored = await wh.one<{ note: string; ok: boolean }>(
+        "select message->>'note' as note, json_valid(envelope) as ok from raw.events where event_id = ?",
+        [id],
+      );
       expect(stored).toEqual({ note: 'x\ufffdy', ok: true });
-      const dq = await wh.all<{ check_name: string; issue_count: bigint }>("select check_name, issue_count from main.dq_summary where check_name = 'dq_quarantined_events'");
+      const dq = await wh.all<{ check_name: string; issue_count: bigint }>(
+        "select check_name, issue_count from main.dq_summary where check_name = 'dq_quarantined_events'",
+      );
       expect(Number(dq[0]!.issue_count)).toBe(1);
       const status = await readStatus(wh);
       expect(status.streams.find((s) => s.status === 'active')!.quarantined).toBe(1);
-      const runs = await wh.all<{ summary: string }>("select summary::varchar as summary from etl.runs where command = 'run' order by started_at limit 1");
+      const runs = await wh.all<{ summary: string }>(
+        "select summary::varchar as summary from etl.runs where command = 'run' order by started_at limit 1",
+      );
       expect(JSON.parse(runs[0]!.summary).extract.quarantined).toBe(1);
     } finally {
       await wh.close();
@@ -74,7 +86,9 @@ describe('one reading of a page', () => {
     expectExactly(await readDb(db), fx.expected, fx.api.truth.events);
     const wh = await Warehouse.open(db, { readOnly: true });
     try {
-      const mismatch = await wh.one<{ n: bigint }>("select count(*) as n from raw.events where event_id is distinct from (envelope->>'id')");
+      const mismatch = await wh.one<{ n: bigint }>(
+        "select count(*) as n from raw.events where event_id is distinct from (envelope->>'id')",
+      );
       expect(Number(mismatch!.n)).toBe(0);
     } finally {
       await wh.close();
@@ -146,10 +160,14 @@ describe('messages name what the job asked for, never what the server answered w
       .join('\r\n')}\r\n\r\n${body}`;
   /** A valid first page whose nextPage (same origin) holds the subject id in its path and query. */
   const firstPage = (base: string, next = `${base}/rpi/events/${SUBJECT}/more?subject=${SUBJECT}`): string =>
-    http11('200 OK', { 'content-type': 'application/json' }, JSON.stringify({
-      events: [{ id: 'evt-1', eventType: 'v1.patient.created', publishedTime: '2026-01-01T00:00:00Z', message: { note: 'ok' } }],
-      pagination: { nextPage: next, hasNextPage: true },
-    }));
+    http11(
+      '200 OK',
+      { 'content-type': 'application/json' },
+      JSON.stringify({
+        events: [{ id: 'evt-1', eventType: 'v1.patient.created', publishedTime: '2026-01-01T00:00:00Z', message: { note: 'ok' } }],
+        pagination: { nextPage: next, hasNextPage: true },
+      }),
+    );
 
   /** Extract against a raw upstream answering page 1 with `first` and every later request with `later`; nothing of the subject id may show. */
   async function expectNoSubject(
@@ -181,18 +199,30 @@ describe('messages name what the job asked for, never what the server answered w
 
   for (const status of ['301 Moved Permanently', '302 Found', '303 See Other', '308 Permanent Redirect']) {
     it(`a ${status.slice(0, 3)} whose Location path holds a subject id: exit 6, the Location named by its origin only`, async () => {
-      const message = await expectNoSubject(firstPage, (base) => http11(status, { location: `${base}/patients/${SUBJECT}/referral?id=${SUBJECT}` }), 6);
+      const message = await expectNoSubject(
+        firstPage,
+        (base) => http11(status, { location: `${base}/patients/${SUBJECT}/referral?id=${SUBJECT}` }),
+        6,
+      );
       expect(message).toMatch(/a redirect to http:\/\/127\.0\.0\.1:\d+; redirects are not followed/);
     });
   }
 
   it('a redirect of the first request to another origin, the id in its path: exit 6, named by origin', async () => {
-    const message = await expectNoSubject((_base) => http11('302 Found', { location: `https://evil.example:8443/p/${SUBJECT}` }), () => '', 6);
+    const message = await expectNoSubject(
+      (_base) => http11('302 Found', { location: `https://evil.example:8443/p/${SUBJECT}` }),
+      () => '',
+      6,
+    );
     expect(message).toContain('a redirect to https://evil.example:8443;');
   });
 
   it('a nextPage on another origin holding a subject id: exit 6, named by origin', async () => {
-    const message = await expectNoSubject((base) => firstPage(base, `http://evil.example:81/subjects/${SUBJECT}?s=${SUBJECT}`), () => '', 6);
+    const message = await expectNoSubject(
+      (base) => firstPage(base, `http://evil.example:81/subjects/${SUBJECT}?s=${SUBJECT}`),
+      () => '',
+      6,
+    );
     expect(message).toContain('nextPage is on origin http://evil.example:81');
   });
 
@@ -205,7 +235,12 @@ describe('messages name what the job asked for, never what the server answered w
     ['a Retry-After longer than the job waits', () => http11('429 Too Many Requests', { 'retry-after': '99999' }, ''), 4],
     ['a body that is not JSON', () => http11('200 OK', { 'content-type': 'application/json' }, `{"events":[${SUBJECT}`), 4],
     ['a content-encoding not asked for', () => http11('200 OK', { 'content-encoding': 'gzip' }, 'xx'), 6],
-    ['a body over --max-page-bytes', () => http11('200 OK', { 'content-type': 'application/json' }, `{"pad":"${'x'.repeat(8000)}"}`), 6, { maxResponseBytes: 4096 }],
+    [
+      'a body over --max-page-bytes',
+      () => http11('200 OK', { 'content-type': 'application/json' }, `{"pad":"${'x'.repeat(8000)}"}`),
+      6,
+      { maxResponseBytes: 4096 },
+    ],
     ['malformed framing', () => 'HTTP/1.1 200 OK\r\nX-A\u0001: 1\r\nContent-Length: 2\r\n\r\n{}', 4],
   ];
   for (const [what, answer, code, policy] of later) {

@@ -52,7 +52,12 @@ beforeAll(async () => {
   exportDir = join(tmp.dir, 'exports');
   // A subject whose events are already visible (it is logged nowhere, stored in the warehouse).
   subject = api.truth.events.slice(0, api.truth.visibleCount()).find((e) => e.referralSubjectId !== undefined)!.referralSubjectId!;
-  env = envFor(api, db, { RECRUIT_ETL_AUTH_URL: tap.authUrl, RECRUIT_ETL_EXPORT_DIR: exportDir, RECRUIT_ETL_PAGE_SIZE: '20', RECRUIT_ETL_BATCH_PAGES: '1' });
+  env = envFor(api, db, {
+    RECRUIT_ETL_AUTH_URL: tap.authUrl,
+    RECRUIT_ETL_EXPORT_DIR: exportDir,
+    RECRUIT_ETL_PAGE_SIZE: '20',
+    RECRUIT_ETL_BATCH_PAGES: '1',
+  });
   const run = async (name: string, args: string[], expectCode: number): Promise<void> => {
     const r = await runCli(args, env);
     runs.push({ name, r });
@@ -66,7 +71,13 @@ beforeAll(async () => {
   // 3. Failing runs with --verbose (stacks and causes printed).
   api.grow(Math.floor(api.truth.events.length * 0.1));
   // An upstream that echoes the secret and a subject id in its error page.
-  api.faults.add({ endpoint: 'events', kind: 'status', code: 500, times: Infinity, body: `{"error":"server_error","client_secret":"${SECRET}","referralSubjectId":"${subject}"}` });
+  api.faults.add({
+    endpoint: 'events',
+    kind: 'status',
+    code: 500,
+    times: Infinity,
+    body: `{"error":"server_error","client_secret":"${SECRET}","referralSubjectId":"${subject}"}`,
+  });
   await run('upstream 500 echoing canaries', ['extract', '--log-level', 'debug', '--verbose', '--deadline', '3'], 4);
   api.faults.clear();
   // A 200 whose body is not JSON but quotes the subject and the secret (JSON.parse errors quote text).
@@ -155,7 +166,7 @@ describe('canaries never reach the files', () => {
       const wh = await Warehouse.open(file, { readOnly: true });
       try {
         const tables = await wh.all<{ s: string; t: string }>(
-          "select schema_name as s, table_name as t from duckdb_tables() where database_name = current_database() and not temporary",
+          'select schema_name as s, table_name as t from duckdb_tables() where database_name = current_database() and not temporary',
         );
         expect(tables.length).toBeGreaterThan(5);
         // Every row of every table as text (the tables are small here), searched in JS.

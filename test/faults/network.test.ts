@@ -11,7 +11,18 @@ import { once } from 'node:events';
 import { createServer, type ServerResponse } from 'node:http';
 import type { FaultRule } from '../../packages/mock-api/src/index.js';
 import { FIXTURE_PAGE, useSimFixture } from '../helpers/simFixture.js';
-import { capturingLogger, closedPort, expectExactly, expectPrefix, expectedAll, extractOnce, readDb, startRawUpstream, startTrap, type Outcome } from '../helpers/faults.js';
+import {
+  capturingLogger,
+  closedPort,
+  expectExactly,
+  expectPrefix,
+  expectedAll,
+  extractOnce,
+  readDb,
+  startRawUpstream,
+  startTrap,
+  type Outcome,
+} from '../helpers/faults.js';
 
 const PAGE = FIXTURE_PAGE;
 const AFTER = 3; // fault on the 4th events request = page 4
@@ -236,7 +247,9 @@ describe('redirects', () => {
 
 describe('raw upstream responses the simulator does not make (first page; the token still comes from the simulator)', () => {
   /** An events endpoint that answers every request with `answer`; returns its base URL, a request counter and close. */
-  async function rawUpstream(answer: (res: ServerResponse) => void): Promise<{ baseUrl: string; requests: () => number; close: () => Promise<void> }> {
+  async function rawUpstream(
+    answer: (res: ServerResponse) => void,
+  ): Promise<{ baseUrl: string; requests: () => number; close: () => Promise<void> }> {
     let count = 0;
     const server = createServer((req, res) => {
       count++;
@@ -249,10 +262,11 @@ describe('raw upstream responses the simulator does not make (first page; the to
     return {
       baseUrl: `http://127.0.0.1:${port}`,
       requests: () => count,
-      close: () => new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
+      close: () =>
+        new Promise<void>((resolve) => {
+          server.closeAllConnections();
+          server.close(() => resolve());
+        }),
     };
   }
 
@@ -285,7 +299,11 @@ describe('raw upstream responses the simulator does not make (first page; the to
 
   it('a body that is not valid UTF-8 (always): retried, then exit 4; nothing stored', async () => {
     const up = await rawUpstream((res) => {
-      const body = Buffer.concat([Buffer.from('{"events":[],"pagination":{"nextPage":"x'), Buffer.from([0xff, 0xfe]), Buffer.from('","hasNextPage":false}}')]);
+      const body = Buffer.concat([
+        Buffer.from('{"events":[],"pagination":{"nextPage":"x'),
+        Buffer.from([0xff, 0xfe]),
+        Buffer.from('","hasNextPage":false}}'),
+      ]);
       res.writeHead(200, { 'content-type': 'application/json', 'content-length': String(body.length) });
       res.end(body);
     });
@@ -321,10 +339,22 @@ describe('malformed HTTP framing is the upstream\'s, never exit 1 (it was "unexp
   /** Any control character but the line breaks between a message and its hint. */
   const CONTROL = /[\u0000-\u0009\u000b-\u001f\u007f]/;
   const cases: [string, string][] = [
-    ['both Transfer-Encoding and Content-Length', 'HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 0\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n0\r\n\r\n'],
-    ['both Transfer-Encoding and a Content-Length undici reads as a mismatch', 'HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n0\r\n\r\n'],
-    ['a control character in a Location header', 'HTTP/1.1 302 Found\r\nLocation: /rpi/events/SUBJ-0042\u0001\u001b[31m\r\nContent-Length: 0\r\nConnection: close\r\n\r\n'],
-    ['two different Content-Length headers', 'HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\nContent-Length: 3\r\nConnection: close\r\n\r\n{}'],
+    [
+      'both Transfer-Encoding and Content-Length',
+      'HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 0\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n0\r\n\r\n',
+    ],
+    [
+      'both Transfer-Encoding and a Content-Length undici reads as a mismatch',
+      'HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n0\r\n\r\n',
+    ],
+    [
+      'a control character in a Location header',
+      'HTTP/1.1 302 Found\r\nLocation: /rpi/events/SUBJ-0042\u0001\u001b[31m\r\nContent-Length: 0\r\nConnection: close\r\n\r\n',
+    ],
+    [
+      'two different Content-Length headers',
+      'HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\nContent-Length: 3\r\nConnection: close\r\n\r\n{}',
+    ],
     ['a status line that is not HTTP/1.1', 'HTTP/1.1 2OO OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}'],
     ['a control character in a header name', 'HTTP/1.1 200 OK\r\nX-B\u0007d: 1\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}'],
   ];

@@ -75,7 +75,12 @@ describe('token lifetime', () => {
     // A slow token endpoint, so that every caller arrives while the refresh is in flight.
     api.faults.add({ endpoint: 'token', kind: 'latency', ms: 150, times: Infinity });
     const tokens = new TokenProvider({
-      credentials: { authUrl: api.authUrl, clientId: api.options.clientId, clientSecret: api.options.clientSecret, audience: api.options.audience },
+      credentials: {
+        authUrl: api.authUrl,
+        clientId: api.options.clientId,
+        clientSecret: api.options.clientSecret,
+        audience: api.options.audience,
+      },
       http,
       now: () => clock,
     });
@@ -156,19 +161,26 @@ describe('401 on the events endpoint', () => {
 
 describe('token endpoint failures', () => {
   it.each([
-    [400, 2, /token endpoint .* refused the token request as malformed \(HTTP 400 invalid_request: "simulated HTTP 400"\); check --token-request-format/],
+    [
+      400,
+      2,
+      /token endpoint .* refused the token request as malformed \(HTTP 400 invalid_request: "simulated HTTP 400"\); check --token-request-format/,
+    ],
     [401, 3, /token endpoint refused the client credentials \(HTTP 401 access_denied: "simulated HTTP 401"\)/],
     [403, 3, /token endpoint refused the client credentials \(HTTP 403 access_denied: "simulated HTTP 403"\)/],
-  ])('token endpoint answers %i: exit %i at once with its error and error_description, not retried, nothing sent to the events endpoint', async (code, exit, message) => {
-    api.faults.add({ endpoint: 'token', kind: 'status', code, times: Infinity });
-    const db = freshDb();
-    const out = await extractOnce(api, db, { pageSize: PAGE });
-    expect(out.exitCode, out.message).toBe(exit);
-    expect(out.message).toMatch(message);
-    expect(api.stats.tokenRequests).toBe(1);
-    expect(api.stats.eventRequests).toBe(0);
-    expectPrefix(await readDb(db), expected, 0, api.truth.events);
-  });
+  ])(
+    'token endpoint answers %i: exit %i at once with its error and error_description, not retried, nothing sent to the events endpoint',
+    async (code, exit, message) => {
+      api.faults.add({ endpoint: 'token', kind: 'status', code, times: Infinity });
+      const db = freshDb();
+      const out = await extractOnce(api, db, { pageSize: PAGE });
+      expect(out.exitCode, out.message).toBe(exit);
+      expect(out.message).toMatch(message);
+      expect(api.stats.tokenRequests).toBe(1);
+      expect(api.stats.eventRequests).toBe(0);
+      expectPrefix(await readDb(db), expected, 0, api.truth.events);
+    },
+  );
 
   it('a wrong client secret (a real refusal): exit 3', async () => {
     const db = freshDb();

@@ -77,7 +77,11 @@ export function seededRandom(seed: number): () => number {
  * Run `fn` over `items` with at most `concurrency` in flight; never rejects: each item's
  * error is returned in its slot.
  */
-export async function mapPool<T, R>(items: readonly T[], concurrency: number, fn: (item: T, index: number) => Promise<R>): Promise<({ ok: true; value: R } | { ok: false; error: unknown })[]> {
+export async function mapPool<T, R>(
+  items: readonly T[],
+  concurrency: number,
+  fn: (item: T, index: number) => Promise<R>,
+): Promise<({ ok: true; value: R } | { ok: false; error: unknown })[]> {
   const out: ({ ok: true; value: R } | { ok: false; error: unknown })[] = new Array(items.length);
   let next = 0;
   const worker = async (): Promise<void> => {
@@ -150,7 +154,9 @@ export function snapshotDb(db: string): Promise<DbSnapshot> {
 export async function rawEventsIfAny(db: string): Promise<RawEventRow[]> {
   if (!existsSync(db)) return [];
   return withReadOnly(db, async (wh) => {
-    const t = await wh.one<{ n: bigint }>("select count(*) as n from information_schema.tables where table_schema = 'raw' and table_name = 'events'");
+    const t = await wh.one<{ n: bigint }>(
+      "select count(*) as n from information_schema.tables where table_schema = 'raw' and table_name = 'events'",
+    );
     if (!t || t.n === 0n) return [];
     return wh.all<RawEventRow>(
       'select stream_position, event_id, event_type, envelope::varchar as envelope from raw.events order by stream_id, stream_position',
@@ -178,7 +184,12 @@ export function diffRawEvents(actual: readonly RawEventRow[], expected: readonly
   for (let i = 0; i < n; i++) {
     const a = actual[i]!;
     const e = expected[i]!;
-    if (a.stream_position !== e.stream_position || a.event_id !== e.event_id || a.event_type !== e.event_type || a.envelope !== e.envelope) {
+    if (
+      a.stream_position !== e.stream_position ||
+      a.event_id !== e.event_id ||
+      a.event_type !== e.event_type ||
+      a.envelope !== e.envelope
+    ) {
       return `row ${i + 1} differs: got (${a.stream_position}, ${a.event_id}, ${a.event_type}), expected (${e.stream_position}, ${e.event_id}, ${e.event_type})${a.envelope !== e.envelope ? ' [envelope differs]' : ''}`;
     }
   }
@@ -190,7 +201,8 @@ export function diffRawEvents(actual: readonly RawEventRow[], expected: readonly
 export function streamShapeProblems(rows: readonly RawEventRow[]): string[] {
   const problems: string[] = [];
   rows.forEach((r, i) => {
-    if (r.stream_position !== BigInt(i + 1) && problems.length < 3) problems.push(`position ${r.stream_position} at row ${i + 1} (not contiguous from 1)`);
+    if (r.stream_position !== BigInt(i + 1) && problems.length < 3)
+      problems.push(`position ${r.stream_position} at row ${i + 1} (not contiguous from 1)`);
   });
   const seen = new Set<string>();
   for (const r of rows) {
@@ -224,9 +236,12 @@ export async function checkExports(exportDir: string): Promise<ExportCheck> {
   const manifestPath = join(exportDir, 'manifest.json');
   if (!existsSync(manifestPath)) throw new Error(`${manifestPath} is missing`);
   const manifest = JSON.parse(readFileSync(manifestPath, 'utf8')) as ManifestFile;
-  const parquet = readdirSync(exportDir).filter((f) => f.endsWith('.parquet')).sort();
+  const parquet = readdirSync(exportDir)
+    .filter((f) => f.endsWith('.parquet'))
+    .sort();
   const listed = manifest.files.map((f) => f.file).sort();
-  if (JSON.stringify(parquet) !== JSON.stringify(listed)) problems.push(`files ${JSON.stringify(parquet)} but manifest lists ${JSON.stringify(listed)}`);
+  if (JSON.stringify(parquet) !== JSON.stringify(listed))
+    problems.push(`files ${JSON.stringify(parquet)} but manifest lists ${JSON.stringify(listed)}`);
   const rowsByFile: Record<string, number> = {};
   const mem = await Warehouse.open(':memory:', { memoryLimit: '256MB', threads: 1 });
   try {
@@ -266,9 +281,13 @@ export function tmpLeftovers(dir: string): string[] {
 export async function runStatusesSince(db: string, sinceMs: number): Promise<string[]> {
   if (!existsSync(db)) return [];
   return withReadOnly(db, async (wh) => {
-    const t = await wh.one<{ n: bigint }>("select count(*) as n from information_schema.tables where table_schema = 'etl' and table_name = 'runs'");
+    const t = await wh.one<{ n: bigint }>(
+      "select count(*) as n from information_schema.tables where table_schema = 'etl' and table_name = 'runs'",
+    );
     if (!t || t.n === 0n) return [];
-    const rows = await wh.all<{ status: string }>('select status from etl.runs where epoch_ms(started_at) >= ? order by started_at', [sinceMs]);
+    const rows = await wh.all<{ status: string }>('select status from etl.runs where epoch_ms(started_at) >= ? order by started_at', [
+      sinceMs,
+    ]);
     return rows.map((r) => r.status);
   });
 }
@@ -279,7 +298,13 @@ export async function runStatusesSince(db: string, sinceMs: number): Promise<str
  * and it is `succeeded`. A one-line reason when not.
  */
 export function runRowProblem(statuses: readonly string[], died: boolean, exitCode: number | null): string | undefined {
-  if (died) return statuses.every((s) => s === 'running') ? undefined : `killed, yet its etl.runs rows say ${JSON.stringify(statuses)} (expected running)`;
-  if (exitCode === 0) return statuses.length === 1 && statuses[0] === 'succeeded' ? undefined : `exit 0, yet its etl.runs rows say ${JSON.stringify(statuses)}`;
+  if (died)
+    return statuses.every((s) => s === 'running')
+      ? undefined
+      : `killed, yet its etl.runs rows say ${JSON.stringify(statuses)} (expected running)`;
+  if (exitCode === 0)
+    return statuses.length === 1 && statuses[0] === 'succeeded'
+      ? undefined
+      : `exit 0, yet its etl.runs rows say ${JSON.stringify(statuses)}`;
   return statuses.includes('succeeded') ? `exit ${exitCode}, yet etl.runs says succeeded` : undefined;
 }

@@ -51,11 +51,21 @@ export interface Outcome {
 }
 
 /** Runs `runJob('extract', ['extract'])` with a fast HTTP client and maps a failure to its exit code. */
-export async function extractOnce(api: MockApi, db: string, extra: Record<string, unknown> = {}, policy: Partial<HttpPolicy> = {}, logger?: Logger): Promise<Outcome> {
+export async function extractOnce(
+  api: MockApi,
+  db: string,
+  extra: Record<string, unknown> = {},
+  policy: Partial<HttpPolicy> = {},
+  logger?: Logger,
+): Promise<Outcome> {
   const http = fastHttp(policy);
   const started = Date.now();
   try {
-    const result = await runJob('extract', ['extract'], { config: configFor(api, db, { batchPages: 1, ...extra }), http, ...(logger ? { logger } : {}) });
+    const result = await runJob('extract', ['extract'], {
+      config: configFor(api, db, { batchPages: 1, ...extra }),
+      http,
+      ...(logger ? { logger } : {}),
+    });
     return { result, exitCode: 0, message: '', ms: Date.now() - started };
   } catch (error) {
     const { exitCode, text } = describeFailure(error, false);
@@ -81,12 +91,21 @@ export async function readDb(db: string): Promise<DbState> {
     const rows = await wh.all<{ p: bigint; id: string }>(
       "select stream_position as p, event_id as id from raw.events where stream_id in (select stream_id from etl.streams where status = 'active') order by stream_position",
     );
-    const streams = await wh.all<{ stream_id: string; status: string; next_page: string | null; has_next_page: boolean | null; event_count: bigint }>(
-      'select stream_id, status, next_page, has_next_page, event_count from etl.streams order by created_at',
-    );
-    const runs = await wh.all<{ run_id: string; command: string; status: string; error: string | null; events_loaded: bigint; pages_fetched: bigint }>(
-      'select run_id, command, status, error, events_loaded, pages_fetched from etl.runs order by started_at, run_id',
-    );
+    const streams = await wh.all<{
+      stream_id: string;
+      status: string;
+      next_page: string | null;
+      has_next_page: boolean | null;
+      event_count: bigint;
+    }>('select stream_id, status, next_page, has_next_page, event_count from etl.streams order by created_at');
+    const runs = await wh.all<{
+      run_id: string;
+      command: string;
+      status: string;
+      error: string | null;
+      events_loaded: bigint;
+      pages_fetched: bigint;
+    }>('select run_id, command, status, error, events_loaded, pages_fetched from etl.runs order by started_at, run_id');
     return {
       ids: rows.map((r) => r.id),
       positions: rows.map((r) => Number(r.p)),
@@ -97,7 +116,14 @@ export async function readDb(db: string): Promise<DbState> {
         hasNextPage: s.has_next_page,
         eventCount: Number(s.event_count),
       })),
-      runs: runs.map((r) => ({ runId: r.run_id, command: r.command, status: r.status, error: r.error, eventsLoaded: Number(r.events_loaded), pagesFetched: Number(r.pages_fetched) })),
+      runs: runs.map((r) => ({
+        runId: r.run_id,
+        command: r.command,
+        status: r.status,
+        error: r.error,
+        eventsLoaded: Number(r.events_loaded),
+        pagesFetched: Number(r.pages_fetched),
+      })),
     };
   } finally {
     await wh.close();
@@ -207,7 +233,9 @@ export function capturingLogger(): { logger: Logger; lines: string[] } {
  * server on 127.0.0.1 that reads each request head and answers the n-th request (1-based)
  * with `answer(n, base)` verbatim, then closes the connection.
  */
-export async function startRawUpstream(answer: (n: number, baseUrl: string) => string | Buffer): Promise<{ baseUrl: string; requests: () => number; close: () => Promise<void> }> {
+export async function startRawUpstream(
+  answer: (n: number, baseUrl: string) => string | Buffer,
+): Promise<{ baseUrl: string; requests: () => number; close: () => Promise<void> }> {
   let count = 0;
   const sockets = new Set<Socket>();
   let baseUrl = '';

@@ -63,7 +63,14 @@ function poissonTimes(u: () => number, rate: number, from: number, to: number): 
 }
 
 /** Simulate one site: the patients referred by day 0 and the future enrolment days. */
-function simulateSite(u: () => number, trial: string, site: string, rate: number, activatedDay: number, patients: WorldPatient[]): { referred: number; past: number; future: number[] } {
+function simulateSite(
+  u: () => number,
+  trial: string,
+  site: string,
+  rate: number,
+  activatedDay: number,
+  patients: WorldPatient[],
+): { referred: number; past: number; future: number[] } {
   let past = 0;
   let referred = 0;
   const future: number[] = [];

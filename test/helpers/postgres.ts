@@ -42,7 +42,9 @@ export function pgBinDir(): string {
   candidates.push('/usr/lib/postgresql/15/bin');
   const dir = candidates.find((d) => d !== '' && existsSync(join(d, 'initdb')) && existsSync(join(d, 'pg_ctl')));
   if (dir === undefined) {
-    throw new Error(`PostgreSQL server binaries (initdb, pg_ctl) not found in ${candidates.join(', ')}: install postgresql-15 or set PG_BIN`);
+    throw new Error(
+      `PostgreSQL server binaries (initdb, pg_ctl) not found in ${candidates.join(', ')}: install postgresql-15 or set PG_BIN`,
+    );
   }
   return dir;
 }

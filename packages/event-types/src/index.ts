@@ -31,4 +31,10 @@ export const CONTACT_ATTEMPT_TYPES: readonly string[] = [CONTACT_ATTEMPT_CREATED
  * Default event types (docs/contracts.md "Options"): the three patient types and both
  * contact-attempt spellings, since the API leaves the name unresolved (docs/domain.md).
  */
-export const DEFAULT_EVENT_TYPES: readonly string[] = [PATIENT_CREATED, REFERRAL_ACKNOWLEDGED, STATUS_CHANGED, CONTACT_ATTEMPT_CREATED, PATIENT_CONTACT_ATTEMPT_CREATED];
+export const DEFAULT_EVENT_TYPES: readonly string[] = [
+  PATIENT_CREATED,
+  REFERRAL_ACKNOWLEDGED,
+  STATUS_CHANGED,
+  CONTACT_ATTEMPT_CREATED,
+  PATIENT_CONTACT_ATTEMPT_CREATED,
+];

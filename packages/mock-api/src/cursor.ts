@@ -27,7 +27,8 @@ export function encodeCursor(c: CursorState): string {
   return Buffer.from(payload, 'utf8').toString('base64url');
 }
 
-const isStringArray = (v: unknown): v is string[] => Array.isArray(v) && v.length > 0 && v.every((x) => typeof x === 'string' && x.length > 0);
+const isStringArray = (v: unknown): v is string[] =>
+  Array.isArray(v) && v.length > 0 && v.every((x) => typeof x === 'string' && x.length > 0);
 
 /**
  * Parses a cursor made by {@link encodeCursor}.

@@ -108,7 +108,12 @@ export class EventsEndpoint {
       filterKey,
     };
     const rule = withFaults ? this.ctx.faults.take('events', 'content', path, (r) => this.canApply(r, page)) : undefined;
-    const out = rule ? this.faultedPage(rule, page) : this.renderPage(page.indexes.map((i) => this.store.bytesAt(i)), { nextPage, hasNextPage: scan.hasNextPage });
+    const out = rule
+      ? this.faultedPage(rule, page)
+      : this.renderPage(
+          page.indexes.map((i) => this.store.bytesAt(i)),
+          { nextPage, hasNextPage: scan.hasNextPage },
+        );
     if (withFaults) {
       if (!rule) this.ctx.stats.eventsServed += scan.indexes.length;
       this.history.push({ url: page.requestUrl, filterKey });
@@ -141,7 +146,13 @@ export class EventsEndpoint {
   }
 
   private cursorUrl(filter: StreamFilter, after: number, limit: number): string {
-    const cursor = encodeCursor({ eventTypes: filter.eventTypes, trialIds: filter.trialIds, after, afterId: after > 0 ? this.store.idAt(after - 1) : null, limit });
+    const cursor = encodeCursor({
+      eventTypes: filter.eventTypes,
+      trialIds: filter.trialIds,
+      after,
+      afterId: after > 0 ? this.store.idAt(after - 1) : null,
+      limit,
+    });
     return `${this.ctx.baseUrl}/rpi/events?cursor=${cursor}`;
   }
 
@@ -161,7 +172,10 @@ export class EventsEndpoint {
       const c = decodeCursor(cursorText);
       if (c === undefined) return { error: 'invalid cursor' };
       if (sp.has('startingAfter')) return { error: 'startingAfter cannot be combined with a cursor' };
-      if ((types.length > 0 && JSON.stringify(types) !== JSON.stringify(c.eventTypes)) || (trials.length > 0 && JSON.stringify(trials) !== JSON.stringify(c.trialIds)))
+      if (
+        (types.length > 0 && JSON.stringify(types) !== JSON.stringify(c.eventTypes)) ||
+        (trials.length > 0 && JSON.stringify(trials) !== JSON.stringify(c.trialIds))
+      )
         return { error: 'the cursor belongs to another filter' };
       let after = c.after;
       if (after > 0 && (after > this.store.count || this.store.idAt(after - 1) !== c.afterId)) {
@@ -170,10 +184,16 @@ export class EventsEndpoint {
         after = idx + 1;
       }
       if (after > visible) return { error: 'invalid cursor' };
-      return { filter: this.store.compileFilter(c.eventTypes, c.trialIds), after, limit: limit ?? Math.min(c.limit, this.ctx.settings.maxLimit) };
+      return {
+        filter: this.store.compileFilter(c.eventTypes, c.trialIds),
+        after,
+        limit: limit ?? Math.min(c.limit, this.ctx.settings.maxLimit),
+      };
     }
-    if (types.length === 0 || types.some((t) => t.length === 0)) return { error: 'eventTypes is required (one query parameter per event type)' };
-    if (trials.length === 0 || trials.some((t) => t.length === 0)) return { error: 'trialIds is required (one query parameter per trial id)' };
+    if (types.length === 0 || types.some((t) => t.length === 0))
+      return { error: 'eventTypes is required (one query parameter per event type)' };
+    if (trials.length === 0 || trials.some((t) => t.length === 0))
+      return { error: 'trialIds is required (one query parameter per trial id)' };
     let after = 0;
     const startingAfter = sp.get('startingAfter');
     if (startingAfter !== null) {

@@ -56,7 +56,8 @@ export type FaultKind =
   | 'tokenLifetime';
 
 /** Corruptions of `pagination.nextPage` (kind `nextPage`, parameter `variant`). */
-export type NextPageVariant = 'otherOrigin' | 'otherScheme' | 'otherPort' | 'userInfo' | 'relative' | 'unchanged' | 'cycle' | 'longCycle' | 'oversizedUrl';
+export type NextPageVariant =
+  'otherOrigin' | 'otherScheme' | 'otherPort' | 'userInfo' | 'relative' | 'unchanged' | 'cycle' | 'longCycle' | 'oversizedUrl';
 
 /** Malformed access tokens (kind `badToken`, parameter `variant`). */
 export type BadTokenVariant = 'crlf' | 'nonAscii' | 'tooLong';
@@ -283,7 +284,17 @@ const KIND_ENDPOINTS: Partial<Record<FaultKind, readonly FaultEndpoint[]>> = {
 /** Kinds whose `times` defaults to `Infinity` instead of 1. */
 const FOREVER_KINDS: ReadonlySet<FaultKind> = new Set(['always401', 'emptyPagesForever']);
 
-const VARIANTS: readonly NextPageVariant[] = ['otherOrigin', 'otherScheme', 'otherPort', 'userInfo', 'relative', 'unchanged', 'cycle', 'longCycle', 'oversizedUrl'];
+const VARIANTS: readonly NextPageVariant[] = [
+  'otherOrigin',
+  'otherScheme',
+  'otherPort',
+  'userInfo',
+  'relative',
+  'unchanged',
+  'cycle',
+  'longCycle',
+  'oversizedUrl',
+];
 const TOKEN_VARIANTS: readonly BadTokenVariant[] = ['crlf', 'nonAscii', 'tooLong'];
 const NUMERIC_KEYS = new Set(['times', 'after', 'code', 'ms', 'at', 'size', 'port', 'seconds', 'event', 'length', 'bytes']);
 const STRING_KEYS = new Set(['body', 'variant', 'url']);
@@ -310,8 +321,12 @@ const isNonNegInt = (v: unknown): boolean => typeof v === 'number' && Number.isI
 
 /** The parameters of a `status` fault: an HTTP status code, and a `Retry-After` value if any. */
 function checkStatusFault(rule: FaultRule, bad: (why: string) => never): void {
-  if (typeof rule.code !== 'number' || !Number.isInteger(rule.code) || rule.code < 100 || rule.code > 599) bad('code must be an HTTP status 100-599');
-  if (rule.retryAfter !== undefined && !(isNonNegInt(rule.retryAfter) || (typeof rule.retryAfter === 'string' && rule.retryAfter.length > 0)))
+  if (typeof rule.code !== 'number' || !Number.isInteger(rule.code) || rule.code < 100 || rule.code > 599)
+    bad('code must be an HTTP status 100-599');
+  if (
+    rule.retryAfter !== undefined &&
+    !(isNonNegInt(rule.retryAfter) || (typeof rule.retryAfter === 'string' && rule.retryAfter.length > 0))
+  )
     bad('retryAfter must be seconds (integer) or an HTTP-date');
 }
 
@@ -337,10 +352,12 @@ function checkResponseFault(rule: FaultRule, out: FaultRule, bad: (why: string) 
       out.ms = rule.ms ?? 5000;
       break;
     case 'badToken':
-      if (rule.variant === undefined || !(TOKEN_VARIANTS as readonly string[]).includes(rule.variant)) bad(`variant must be one of ${TOKEN_VARIANTS.join(', ')}`);
+      if (rule.variant === undefined || !(TOKEN_VARIANTS as readonly string[]).includes(rule.variant))
+        bad(`variant must be one of ${TOKEN_VARIANTS.join(', ')}`);
       break;
     case 'tokenLifetime':
-      if (typeof rule.seconds !== 'number' || !Number.isInteger(rule.seconds) || rule.seconds < 1) bad('seconds must be a positive integer');
+      if (typeof rule.seconds !== 'number' || !Number.isInteger(rule.seconds) || rule.seconds < 1)
+        bad('seconds must be a positive integer');
       break;
     default:
       break;
@@ -351,7 +368,8 @@ function checkResponseFault(rule: FaultRule, out: FaultRule, bad: (why: string) 
 function checkPageFault(rule: FaultRule, out: FaultRule, bad: (why: string) => never): void {
   switch (rule.kind) {
     case 'nextPage':
-      if (rule.variant === undefined || !(VARIANTS as readonly string[]).includes(rule.variant)) bad(`variant must be one of ${VARIANTS.join(', ')}`);
+      if (rule.variant === undefined || !(VARIANTS as readonly string[]).includes(rule.variant))
+        bad(`variant must be one of ${VARIANTS.join(', ')}`);
       if (rule.port !== undefined && !(isNonNegInt(rule.port) && rule.port <= 65535)) bad('port must be 0-65535');
       if (rule.size !== undefined && !isNonNegInt(rule.size)) bad('size must be a non-negative integer');
       if (rule.length !== undefined && !(isNonNegInt(rule.length) && rule.length >= 2)) bad('length must be an integer ≥ 2');
@@ -359,7 +377,8 @@ function checkPageFault(rule: FaultRule, out: FaultRule, bad: (why: string) => n
       break;
     case 'loneSurrogate':
     case 'duplicateIdKey':
-      if (rule.event !== undefined && !(isNonNegInt(rule.event) && rule.event >= 1)) bad('event must be a positive integer (1-based index in the page)');
+      if (rule.event !== undefined && !(isNonNegInt(rule.event) && rule.event >= 1))
+        bad('event must be a positive integer (1-based index in the page)');
       if (rule.endpoint === 'events') out.event = rule.event ?? 1;
       break;
     case 'padEvents':
@@ -383,7 +402,8 @@ export function validateFaultRule(rule: FaultRule): FaultRule {
   const phase = FAULT_PHASE[rule.kind];
   if (phase === undefined) bad(`unknown kind; one of ${Object.keys(FAULT_PHASE).join(', ')}`);
   const endpoints = KIND_ENDPOINTS[rule.kind];
-  if (endpoints !== undefined && !endpoints.includes(rule.endpoint)) bad(`this kind applies to the ${endpoints.join(' and ')} endpoint only`);
+  if (endpoints !== undefined && !endpoints.includes(rule.endpoint))
+    bad(`this kind applies to the ${endpoints.join(' and ')} endpoint only`);
   const times = rule.times ?? (FOREVER_KINDS.has(rule.kind) ? Infinity : 1);
   if (!(times === Infinity || (Number.isInteger(times) && times >= 1))) bad('times must be a positive integer or Infinity');
   const after = rule.after ?? 0;
@@ -524,7 +544,12 @@ export class FaultRegistry implements FaultController {
    * Counts a request at `phase` and returns the first rule that fires, if any. Every rule
    * of that endpoint and phase that could apply (per `canApply`) counts the request.
    */
-  take(endpoint: FaultEndpoint, phase: FaultPhase, path: string, canApply: (rule: FaultRule) => boolean = () => true): FaultRule | undefined {
+  take(
+    endpoint: FaultEndpoint,
+    phase: FaultPhase,
+    path: string,
+    canApply: (rule: FaultRule) => boolean = () => true,
+  ): FaultRule | undefined {
     let chosen: Slot | undefined;
     for (const s of this.slots) {
       if (s.rule.endpoint !== endpoint || FAULT_PHASE[s.rule.kind] !== phase || !canApply(s.rule)) continue;

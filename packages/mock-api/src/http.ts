@@ -50,7 +50,16 @@ export interface MockApiStats {
 /** Settings the server reads (`tokenLifetimeSeconds` changes at run time). */
 export type ServerSettings = Pick<
   ResolvedMockApiOptions,
-  'host' | 'port' | 'clientId' | 'clientSecret' | 'audience' | 'tokenLifetimeSeconds' | 'defaultLimit' | 'maxLimit' | 'micrositeId' | 'allowedOrigins'
+  | 'host'
+  | 'port'
+  | 'clientId'
+  | 'clientSecret'
+  | 'audience'
+  | 'tokenLifetimeSeconds'
+  | 'defaultLimit'
+  | 'maxLimit'
+  | 'micrositeId'
+  | 'allowedOrigins'
 >;
 
 /** What an endpoint handler gets from the server. */

@@ -66,12 +66,15 @@ export class JwtVerifier {
       throw new ConfigError(`mock-api --trusted-jwks-uri: cannot read the JWKS at ${trusted.jwksUri}: ${(err as Error).message}`);
     }
     const keys = (doc as { keys?: unknown } | null)?.keys;
-    if (!Array.isArray(keys) || keys.length === 0) throw new ConfigError(`mock-api --trusted-jwks-uri: no usable signing key in the JWKS at ${trusted.jwksUri}`);
+    if (!Array.isArray(keys) || keys.length === 0)
+      throw new ConfigError(`mock-api --trusted-jwks-uri: no usable signing key in the JWKS at ${trusted.jwksUri}`);
     let set: JWTVerifyGetKey;
     try {
       set = createLocalJWKSet(doc as JSONWebKeySet);
     } catch (err) {
-      throw new ConfigError(`mock-api --trusted-jwks-uri: no usable signing key in the JWKS at ${trusted.jwksUri}: ${(err as Error).message}`);
+      throw new ConfigError(
+        `mock-api --trusted-jwks-uri: no usable signing key in the JWKS at ${trusted.jwksUri}: ${(err as Error).message}`,
+      );
     }
     return new JwtVerifier(trusted, audience, set, now);
   }

@@ -55,7 +55,15 @@ function flagOf(path: MockApiFlag['path'], schema: z.ZodType): MockApiFlag | und
   if (meta.cli === false) return undefined;
   const { inner, default: def } = unwrap(schema);
   const type =
-    inner instanceof z.ZodNumber ? 'number' : inner instanceof z.ZodString ? 'string' : inner instanceof z.ZodBoolean ? 'boolean' : inner instanceof z.ZodArray ? 'array' : undefined;
+    inner instanceof z.ZodNumber
+      ? 'number'
+      : inner instanceof z.ZodString
+        ? 'string'
+        : inner instanceof z.ZodBoolean
+          ? 'boolean'
+          : inner instanceof z.ZodArray
+            ? 'array'
+            : undefined;
   if (type === undefined) throw new Error(`mock-api option ${path.join('.')}: no flag type for this schema; register { cli: false }`);
   const name = meta.flag ?? path.map(kebab).join('-');
   const f: MockApiFlag = {
@@ -123,7 +131,9 @@ export const MOCK_API_FAULT_HELP: string = [
 export const MOCK_API_USAGE: string = [
   'recruit-etl mock-api [options]   serve the simulator of the upstream API',
   '',
-  ...MOCK_API_FLAGS.map((f) => `  ${f.flag.padEnd(22)} ${f.description}${f.default === undefined ? '' : ` (default ${String(f.default)})`}`),
+  ...MOCK_API_FLAGS.map(
+    (f) => `  ${f.flag.padEnd(22)} ${f.description}${f.default === undefined ? '' : ` (default ${String(f.default)})`}`,
+  ),
   '',
   MOCK_API_FAULT_HELP,
 ].join('\n');
@@ -147,7 +157,11 @@ export function mockApiOptionsFromFlags(flags: MockApiFlagValues): MockApiOption
     let value: unknown = raw;
     if (f.type === 'array') {
       let items = list(raw);
-      if (f.commaSeparated) items = items.flatMap((x) => x.split(',')).map((x) => x.trim()).filter((x) => x.length > 0);
+      if (f.commaSeparated)
+        items = items
+          .flatMap((x) => x.split(','))
+          .map((x) => x.trim())
+          .filter((x) => x.length > 0);
       if (items.length === 0) continue;
       value = f.parseItem === undefined ? items : items.map(f.parseItem);
     }

@@ -12,7 +12,16 @@ import type { Logger } from 'pino';
 import type { EventStore } from './eventStore.js';
 import { EventsEndpoint } from './eventsEndpoint.js';
 import type { FaultEndpoint, FaultRegistry } from './faults.js';
-import { errorBody, methodNotAllowed, send, type EndpointContext, type MockApiStats, type Prepared, type RequestLogEntry, type ServerSettings } from './http.js';
+import {
+  errorBody,
+  methodNotAllowed,
+  send,
+  type EndpointContext,
+  type MockApiStats,
+  type Prepared,
+  type RequestLogEntry,
+  type ServerSettings,
+} from './http.js';
 import { SITES_PATH, SitesEndpoint } from './sitesEndpoint.js';
 import type { JwtVerifier } from './jwtIssuer.js';
 import { TokenEndpoint } from './tokenEndpoint.js';

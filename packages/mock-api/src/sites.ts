@@ -47,9 +47,43 @@ const CITIES: ReadonlyArray<{ city: string; state: string; zip: string; lat: num
   { city: 'Seattle', state: 'WA', zip: '981', lat: 47.6062, lon: -122.3321, area: '206' },
 ];
 
-const ORG_HEADS = ['Lakeside', 'Northwind', 'Summit', 'Harborview', 'Riverbend', 'Cedar Ridge', 'Bayview', 'Pinecrest', 'Meridian', 'Granite State', 'Prairie', 'Coastal'];
-const ORG_TAILS = ['Clinical Research', 'Medical Center', 'Research Institute', 'Health Research', 'Clinical Trials Unit', 'Neurology Associates', 'Family Medicine'];
-const STREETS = ['Medical Center Dr', 'Harbor Blvd', 'Research Pkwy', 'Main St', 'Elm St', 'University Ave', 'Park Ave', 'Commerce Way', 'Hospital Rd', 'Lincoln Ave', 'Washington St', 'Oak Grove Rd'];
+const ORG_HEADS = [
+  'Lakeside',
+  'Northwind',
+  'Summit',
+  'Harborview',
+  'Riverbend',
+  'Cedar Ridge',
+  'Bayview',
+  'Pinecrest',
+  'Meridian',
+  'Granite State',
+  'Prairie',
+  'Coastal',
+];
+const ORG_TAILS = [
+  'Clinical Research',
+  'Medical Center',
+  'Research Institute',
+  'Health Research',
+  'Clinical Trials Unit',
+  'Neurology Associates',
+  'Family Medicine',
+];
+const STREETS = [
+  'Medical Center Dr',
+  'Harbor Blvd',
+  'Research Pkwy',
+  'Main St',
+  'Elm St',
+  'University Ave',
+  'Park Ave',
+  'Commerce Way',
+  'Hospital Rd',
+  'Lincoln Ave',
+  'Washington St',
+  'Oak Grove Rd',
+];
 const SUITES = ['Suite 100', 'Suite 210', 'Suite 300', 'Floor 4', 'Building B', 'Suite 1450', 'Unit 12'];
 
 /**

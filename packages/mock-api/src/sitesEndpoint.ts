@@ -31,7 +31,14 @@ export class SitesEndpoint {
       const rule = this.ctx.faults.take('sites', 'content', path, () => found.sites.length > 0);
       if (rule?.kind === 'loneSurrogate') {
         // Well-formed JSON.stringify writes a lone surrogate as the escape text \ud800.
-        return send(res, jsonBody(200, found.sites.map((s, i) => (i === 0 ? { ...s, displayName: LONE_SURROGATE } : s)), found.headers));
+        return send(
+          res,
+          jsonBody(
+            200,
+            found.sites.map((s, i) => (i === 0 ? { ...s, displayName: LONE_SURROGATE } : s)),
+            found.headers,
+          ),
+        );
       }
     }
     send(res, await clean());
@@ -43,11 +50,17 @@ export class SitesEndpoint {
   }
 
   /** The site list a request may read, with its CORS headers, or the refusal. */
-  private found(req: IncomingMessage, msRaw: string, trialRaw: string): { sites: SiteRecord[]; headers: Record<string, string> } | Prepared {
-    if (req.headers.authorization !== undefined) return errorBody(400, 'invalid_request', 'the Authorization header must not be sent to the site list');
+  private found(
+    req: IncomingMessage,
+    msRaw: string,
+    trialRaw: string,
+  ): { sites: SiteRecord[]; headers: Record<string, string> } | Prepared {
+    if (req.headers.authorization !== undefined)
+      return errorBody(400, 'invalid_request', 'the Authorization header must not be sent to the site list');
     const origin = req.headers.origin;
     if (typeof origin !== 'string' || origin.length === 0) return errorBody(403, 'forbidden', 'an Origin header is required');
-    if (!this.ctx.settings.allowedOrigins.includes(origin)) return errorBody(403, 'forbidden', 'origin not permitted for this study website');
+    if (!this.ctx.settings.allowedOrigins.includes(origin))
+      return errorBody(403, 'forbidden', 'origin not permitted for this study website');
     let ms: string;
     let trial: string;
     try {

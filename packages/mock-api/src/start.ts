@@ -50,7 +50,9 @@ export interface MockApi {
 function resolveOptions(o: MockApiOptions): ResolvedMockApiOptions {
   const parsed = MockApiOptionsSchema.safeParse(o);
   if (!parsed.success) {
-    throw new ConfigError(`invalid mock-api options: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(options)'} ${i.message}`).join('; ')}`);
+    throw new ConfigError(
+      `invalid mock-api options: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(options)'} ${i.message}`).join('; ')}`,
+    );
   }
   const { faults: _faults, now: _now, logger: _logger, ...resolved } = parsed.data;
   return resolved;
@@ -246,4 +248,3 @@ export async function startMockApi(options: MockApiOptions = {}): Promise<MockAp
     },
   };
 }
-

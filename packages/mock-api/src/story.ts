@@ -93,7 +93,10 @@ function addV2Created(seed: number, drafts: Draft[], created: Array<{ draft: Dra
   let blockAt = v2Intro;
   created.sort((a, b) => a.createdAt - b.createdAt || a.draft.seq - b.draft.seq);
   for (const { draft } of created) {
-    const message = { ...draft.message, referralSource: vrng.pick(['studyWebsite', 'partnerReferral', 'physicianReferral', 'socialMedia']) };
+    const message = {
+      ...draft.message,
+      referralSource: vrng.pick(['studyWebsite', 'partnerReferral', 'physicianReferral', 'socialMedia']),
+    };
     let publishAt: number;
     if (draft.publishAt <= v2Intro) {
       blockAt += vrng.int(15, 250);

@@ -27,7 +27,13 @@ export interface ContactResult {
 const MAX_ATTEMPTS = 6;
 
 /** The outcomes of attempt `a` (0-based), and whether it reached the patient or ends the calls. */
-function attemptOutcomes(rng: Rng, role: Role | undefined, a: number, forceReach: boolean, minAttempts: number): { outcomes: string[]; reached: boolean; stop: boolean } {
+function attemptOutcomes(
+  rng: Rng,
+  role: Role | undefined,
+  a: number,
+  forceReach: boolean,
+  minAttempts: number,
+): { outcomes: string[]; reached: boolean; stop: boolean } {
   if (role === 'unknownOutcome' && a === 0) {
     return { outcomes: rng.chance(0.5) ? ['textMessageSent'] : ['noAnswer', 'textMessageSent'], reached: false, stop: false };
   }
@@ -38,7 +44,10 @@ function attemptOutcomes(rng: Rng, role: Role | undefined, a: number, forceReach
     const reached = outcomes[0] !== 'requestedCallBack';
     return { outcomes, reached, stop: reached };
   }
-  const outcomes = rng.weighted([['noAnswer'], ['leftVoicemail'], ['noAnswer', 'leftVoicemail'], ['wrongNumber'], ['disconnectedNumber']], [45, 25, 22, 4, 4]);
+  const outcomes = rng.weighted(
+    [['noAnswer'], ['leftVoicemail'], ['noAnswer', 'leftVoicemail'], ['wrongNumber'], ['disconnectedNumber']],
+    [45, 25, 22, 4, 4],
+  );
   const stop = (outcomes[0] === 'wrongNumber' || outcomes[0] === 'disconnectedNumber') && a + 1 >= minAttempts && !forceReach;
   return { outcomes, reached: false, stop };
 }
@@ -80,7 +89,12 @@ export function contactAttempts(p: PatientStory, trialSites: TrialSite[]): Conta
     if ((role === 'duplicateDelivery' && a === 0) || rng.chance(0.015)) {
       const other = spelling === CONTACT_ATTEMPT_CREATED ? PATIENT_CONTACT_ATTEMPT_CREATED : CONTACT_ATTEMPT_CREATED;
       spellingFlip = !spellingFlip;
-      p.emit(rng.chance(0.5) ? other : spelling, enteredAt, { ...message, contactAttemptOutcomes: [...outcomes] }, rng.int(30, 3 * 3600) * 1000);
+      p.emit(
+        rng.chance(0.5) ? other : spelling,
+        enteredAt,
+        { ...message, contactAttemptOutcomes: [...outcomes] },
+        rng.int(30, 3 * 3600) * 1000,
+      );
     }
     result.attempts++;
     p.lastDomain = Math.max(p.lastDomain, enteredAt);

@@ -14,7 +14,6 @@ import { contactAttempts } from './storyContacts.js';
 import type { Role } from './storyRoles.js';
 import { statusHistory } from './storyStatuses.js';
 
-
 /** Inputs of {@link tellPatient}. */
 export interface PatientInput {
   seed: number;
@@ -42,7 +41,10 @@ export function tellPatient(input: PatientInput): { draft: Draft; createdAt: num
   const rng = new Rng(seed, 1_000_000 + t * 100_000 + k);
   const drng = new Rng(seed, 5_000_000 + t * 100_000 + k);
   const rsid = `RS-${rng.base32(10)}`;
-  const firstSite = rng.weighted(trialSites, trialSites.map((s) => s.weight));
+  const firstSite = rng.weighted(
+    trialSites,
+    trialSites.map((s) => s.weight),
+  );
   const R = input.referralAt;
   const createdAt = R + rng.int(5, 600) * 1000;
   const lag = (): number => clamp(rng.logNormal(3000, 1), 150, 120_000);
@@ -56,7 +58,8 @@ export function tellPatient(input: PatientInput): { draft: Draft; createdAt: num
     createdAt,
     site: firstSite,
     lastDomain: createdAt,
-    emit: (type, domainAt, message, extraLag = 0) => input.push({ publishAt: Math.round(domainAt + lag() + extraLag), trialId, type, message }),
+    emit: (type, domainAt, message, extraLag = 0) =>
+      input.push({ publishAt: Math.round(domainAt + lag() + extraLag), trialId, type, message }),
     ids: () => ({ siteId: p.site.eventSiteId, trialId, referralSubjectId: rsid }),
   };
 
@@ -82,7 +85,11 @@ export function tellPatient(input: PatientInput): { draft: Draft; createdAt: num
     p.lastDomain = Math.max(p.lastDomain, s.at);
     if (drift && s.status === 'enrolled') {
       const u = s.at + drng.int(1, 20) * MIN;
-      p.emit(SUBJECT_ID_UPDATED, u, { subjectIdUpdatedTime: iso(u), ...p.ids(), subjectId: `S${t + 1}-${String(drng.int(1, 9999)).padStart(4, '0')}` });
+      p.emit(SUBJECT_ID_UPDATED, u, {
+        subjectIdUpdatedTime: iso(u),
+        ...p.ids(),
+        subjectId: `S${t + 1}-${String(drng.int(1, 9999)).padStart(4, '0')}`,
+      });
     }
   }
   if (drift && drng.chance(0.08)) {
@@ -91,7 +98,12 @@ export function tellPatient(input: PatientInput): { draft: Draft; createdAt: num
       commentUpdatedTime: iso(c),
       ...p.ids(),
       commentId: `cm_${drng.hex(16)}`,
-      comment: drng.pick(['Prefers calls after 5pm.', 'Spanish-speaking coordinator requested.', 'Will bring medication list to visit.', 'Asked for parking information.']),
+      comment: drng.pick([
+        'Prefers calls after 5pm.',
+        'Spanish-speaking coordinator requested.',
+        'Will bring medication list to visit.',
+        'Asked for parking information.',
+      ]),
     });
   }
   return created;

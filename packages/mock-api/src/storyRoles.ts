@@ -60,4 +60,8 @@ export const forcesReach = (role: Role | undefined): boolean =>
 
 /** The fewest contact attempts a role needs. */
 export const minAttemptsOf = (role: Role | undefined): number =>
-  role === 'orphan' || role === 'duplicateDelivery' ? 1 : role === 'unknownOutcome' || role === 'bothSpellings' || role === 'severalSites' ? 2 : 0;
+  role === 'orphan' || role === 'duplicateDelivery'
+    ? 1
+    : role === 'unknownOutcome' || role === 'bothSpellings' || role === 'severalSites'
+      ? 2
+      : 0;

@@ -37,7 +37,14 @@ interface SynPatient {
 }
 
 const STATUSES = ['preScreening', 'firstVisitScheduled', 'inScreening', 'enrolled', 'preScreenFailure', 'screenFailure', 'archive'];
-const OUTCOMES = ['["noAnswer"]', '["leftVoicemail"]', '["noAnswer","leftVoicemail"]', '["reached"]', '["reached","appointmentScheduled"]', '["notInterested"]'];
+const OUTCOMES = [
+  '["noAnswer"]',
+  '["leftVoicemail"]',
+  '["noAnswer","leftVoicemail"]',
+  '["reached"]',
+  '["reached","appointmentScheduled"]',
+  '["notInterested"]',
+];
 const RING = 4096;
 const DAY_MS = 86_400_000;
 const PAD = Array.from({ length: 1000 }, (_, i) => String(i).padStart(3, '0'));
@@ -115,7 +122,11 @@ export function generateSynthetic(store: EventStore, options: SyntheticOptions):
     const ids = `"siteId":"${siteIds[p.trial]![p.site]}","trialId":"${options.trialIds[p.trial]}","referralSubjectId":"${p.rsid}"`;
     if (r < 0.35 && !p.ack) {
       p.ack = true;
-      store.appendAscii(`${head}${REFERRAL_ACKNOWLEDGED}","message":{"referralAcknowledgedTime":"${domain}",${ids}}}`, typeAck, trialIdx[p.trial]!);
+      store.appendAscii(
+        `${head}${REFERRAL_ACKNOWLEDGED}","message":{"referralAcknowledgedTime":"${domain}",${ids}}}`,
+        typeAck,
+        trialIdx[p.trial]!,
+      );
     } else if (r < 0.6) {
       store.appendAscii(
         `${head}${STATUS_CHANGED}","message":{"statusChangedTime":"${domain}",${ids},"patientStatus":"${STATUSES[rng.int(0, STATUSES.length - 1)]}"}}`,

@@ -130,7 +130,8 @@ export class TokenEndpoint {
     } catch {
       return errorBody(400, 'invalid_request', 'body must be a JSON object');
     }
-    if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) return errorBody(400, 'invalid_request', 'body must be a JSON object');
+    if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed))
+      return errorBody(400, 'invalid_request', 'body must be a JSON object');
     const o = { ...basicCredentials(req), ...(parsed as Record<string, unknown>) };
     const refuse = (refusal: Prepared): TokenRequest => ({ fields: o, refusal });
     for (const f of ['client_id', 'client_secret', 'audience', 'grant_type']) {
@@ -139,14 +140,19 @@ export class TokenEndpoint {
     }
     const settings = this.ctx.settings;
     if (o['grant_type'] !== 'client_credentials') return refuse(errorBody(400, 'invalid_request', 'grant_type must be client_credentials'));
-    if (o['client_id'] !== settings.clientId || o['client_secret'] !== settings.clientSecret) return refuse(errorBody(401, 'access_denied', 'Unauthorized'));
+    if (o['client_id'] !== settings.clientId || o['client_secret'] !== settings.clientSecret)
+      return refuse(errorBody(401, 'access_denied', 'Unauthorized'));
     if (o['audience'] !== settings.audience) return refuse(errorBody(403, 'access_denied', 'Service not enabled within domain'));
     return { fields: o };
   }
 
   /** A 200 token response carrying `token`. */
   private grant(token: string): Prepared {
-    return jsonBody(200, { access_token: token, expires_in: this.ctx.settings.tokenLifetimeSeconds, token_type: 'Bearer' }, { 'cache-control': 'no-store', pragma: 'no-cache' });
+    return jsonBody(
+      200,
+      { access_token: token, expires_in: this.ctx.settings.tokenLifetimeSeconds, token_type: 'Bearer' },
+      { 'cache-control': 'no-store', pragma: 'no-cache' },
+    );
   }
 
   private tokenResponse(req: IncomingMessage, body: Buffer | undefined): Prepared {

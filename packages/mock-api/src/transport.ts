@@ -33,14 +33,21 @@ const COMMA = Buffer.from(',');
  * @returns true when the response is taken care of (sent, broken or hanging), false to
  *   answer normally (after `latency`, or a kind of another phase)
  */
-export async function applyTransportFault(rule: FaultRule, endpoint: FaultEndpoint, res: ServerResponse, clean: () => Promise<Prepared>, io: TransportIo): Promise<boolean> {
+export async function applyTransportFault(
+  rule: FaultRule,
+  endpoint: FaultEndpoint,
+  res: ServerResponse,
+  clean: () => Promise<Prepared>,
+  io: TransportIo,
+): Promise<boolean> {
   switch (rule.kind) {
     case 'status': {
       const code = rule.code!;
       const headers: Record<string, string> = {};
       if (rule.retryAfter !== undefined) headers['retry-after'] = String(rule.retryAfter);
       if (code === 401 && endpoint === 'events') headers['www-authenticate'] = 'Bearer error="invalid_token"';
-      if (rule.body !== undefined) send(res, { status: code, headers: { 'content-type': JSON_TYPE, ...headers }, body: Buffer.from(rule.body) });
+      if (rule.body !== undefined)
+        send(res, { status: code, headers: { 'content-type': JSON_TYPE, ...headers }, body: Buffer.from(rule.body) });
       else send(res, errorBody(code, DEFAULT_ERROR[code] ?? 'error', `simulated HTTP ${code}`, headers));
       return true;
     }
@@ -75,7 +82,11 @@ export async function applyTransportFault(rule: FaultRule, endpoint: FaultEndpoi
       return true;
     }
     case 'nonJson':
-      send(res, { status: 200, headers: { 'content-type': JSON_TYPE }, body: Buffer.from(rule.body ?? 'upstream request timeout; please retry') });
+      send(res, {
+        status: 200,
+        headers: { 'content-type': JSON_TYPE },
+        body: Buffer.from(rule.body ?? 'upstream request timeout; please retry'),
+      });
       return true;
     case 'html200':
       send(res, {
@@ -122,7 +133,9 @@ async function drip(res: ServerResponse, p: Prepared, ms: number, io: TransportI
 async function sendOversized(res: ServerResponse, size: number, io: TransportIo): Promise<void> {
   const sample =
     io.sampleEvent() ??
-    Buffer.from('{"id":"00000000-0000-4000-8000-000000000000","publishedTime":"2026-01-05T08:00:00.000Z","eventType":"v1.patient.created","message":{}}');
+    Buffer.from(
+      '{"id":"00000000-0000-4000-8000-000000000000","publishedTime":"2026-01-05T08:00:00.000Z","eventType":"v1.patient.created","message":{}}',
+    );
   const prefix = Buffer.from('{"events":[');
   const suffix = Buffer.from(`],"pagination":{"nextPage":"${io.baseUrl()}/rpi/events?cursor=oversized","hasNextPage":true}}`);
   const unit = Buffer.concat([COMMA, sample]);

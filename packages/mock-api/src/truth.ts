@@ -49,7 +49,16 @@ function accOf(patients: Map<string, Acc>, ev: TruthEvent, rsid: string, siteId:
   let acc = patients.get(key);
   if (acc === undefined) {
     acc = {
-      p: { trialId: ev.trialId, referralSubjectId: rsid, siteId, hasCreatedEvent: false, statuses: [], contactAttemptIds: [], siteIds: [], edgeCases: [] },
+      p: {
+        trialId: ev.trialId,
+        referralSubjectId: rsid,
+        siteId,
+        hasCreatedEvent: false,
+        statuses: [],
+        contactAttemptIds: [],
+        siteIds: [],
+        edgeCases: [],
+      },
       statusRaw: [],
       spellings: new Set(),
     };

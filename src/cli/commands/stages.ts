@@ -21,7 +21,8 @@ interface StageCommand {
 const COMMANDS: StageCommand[] = [
   {
     name: 'run',
-    describe: 'the nightly job: extract → sites → transform → export → report → publish (sites only when --microsite-id is set, publish only when --lake is)',
+    describe:
+      'the nightly job: extract → sites → transform → export → report → publish (sites only when --microsite-id is set, publish only when --lake is)',
   },
   {
     name: 'extract',
@@ -45,7 +46,8 @@ const COMMANDS: StageCommand[] = [
   },
   {
     name: 'publish',
-    describe: 'publish the raw events added since the last publish and the changed models into the lake (--lake), in one DuckLake transaction',
+    describe:
+      'publish the raw events added since the last publish and the changed models into the lake (--lake), in one DuckLake transaction',
   },
 ];
 

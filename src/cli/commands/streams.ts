@@ -18,10 +18,16 @@ import { commandOptions } from '../options.js';
 export function streamsCommand(ctx: CliContext): CommandModule {
   return {
     command: 'streams [action] [stream-id]',
-    describe: 'list the streams (origin, position, cursor, transformed position, status); `streams reset <stream-id>` starts one again from the first page; `streams retire <stream-id>` retires one (--yes if it has received pages)',
+    describe:
+      'list the streams (origin, position, cursor, transformed position, status); `streams reset <stream-id>` starts one again from the first page; `streams retire <stream-id>` retires one (--yes if it has received pages)',
     builder: (y: Argv) =>
       commandOptions(y, 'streams')
-        .positional('action', { type: 'string', choices: ['list', 'reset', 'retire'], default: 'list', describe: 'list (default), reset or retire' })
+        .positional('action', {
+          type: 'string',
+          choices: ['list', 'reset', 'retire'],
+          default: 'list',
+          describe: 'list (default), reset or retire',
+        })
         .positional('stream-id', { type: 'string', describe: 'the stream to start again (reset) or to retire (retire)' }),
     handler: async (argv: Record<string, unknown>) => {
       const { action, streamId, 'stream-id': _sid, ...rest } = argv;
@@ -31,7 +37,8 @@ export function streamsCommand(ctx: CliContext): CommandModule {
         if (typeof streamId !== 'string' || streamId === '') {
           throw new ConfigError(`streams ${action} needs the id of the stream`, { hint: 'list them with `recruit-etl streams`' });
         }
-        const line = action === 'reset' ? await resetStreamJob(config, streamId, logger) : await retireStreamJob(config, streamId, config.yes, logger);
+        const line =
+          action === 'reset' ? await resetStreamJob(config, streamId, logger) : await retireStreamJob(config, streamId, config.yes, logger);
         ctx.stdout.write(config.json ? `${JSON.stringify(line, null, 2)}\n` : `${formatStreams([line])}\n`);
         return;
       }

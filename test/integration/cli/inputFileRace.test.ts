@@ -66,7 +66,10 @@ describe('readInputFile under a path swapped between a file and a FIFO', () => {
         if (!swapping) await new Promise((r) => setTimeout(r, 10));
       }
       expect(swapping, 'the swapper never pointed the link at the FIFO in 20 s').toBe(true);
-      const r = spawnSync(process.execPath, ['--input-type=module', '-e', READER, MODULE, join(tmp.dir, 'link'), String(READS)], { encoding: 'utf8', timeout: 30_000 });
+      const r = spawnSync(process.execPath, ['--input-type=module', '-e', READER, MODULE, join(tmp.dir, 'link'), String(READS)], {
+        encoding: 'utf8',
+        timeout: 30_000,
+      });
       expect(r.signal, 'a read blocked: the reader was killed at its deadline').toBeNull();
       expect(r.stderr).toBe('');
       const tally = JSON.parse(r.stdout) as { read: number; fifo: number; other: string[] };

@@ -59,7 +59,9 @@ describe('--client-secret-file', () => {
         const db = freshDb();
         const env = envFor(api, db, { RECRUIT_ETL_CLIENT_SECRET: '', RECRUIT_ETL_CLIENT_SECRET_FILE: path });
         const r = await expectRefused(['extract'], env, db, label);
-        expect(r.stderr).toContain(path === fifo ? 'is a FIFO (named pipe), not a regular file' : 'is a character device, not a regular file');
+        expect(r.stderr).toContain(
+          path === fifo ? 'is a FIFO (named pipe), not a regular file' : 'is a character device, not a regular file',
+        );
       }),
     );
   });
@@ -68,9 +70,19 @@ describe('--client-secret-file', () => {
     const big = join(tmp.dir, 'big-secret');
     writeFileSync(big, Buffer.alloc(64 * 1024 + 1, 0x61));
     await Promise.all(
-      ([[tmp.dir, 'is a folder'], [big, 'over the 64 KiB limit']] as const).map(async ([path, why]) => {
+      (
+        [
+          [tmp.dir, 'is a folder'],
+          [big, 'over the 64 KiB limit'],
+        ] as const
+      ).map(async ([path, why]) => {
         const db = freshDb();
-        const r = await expectRefused(['extract', '--client-secret-file', path], envFor(api, db, { RECRUIT_ETL_CLIENT_SECRET: '' }), db, label);
+        const r = await expectRefused(
+          ['extract', '--client-secret-file', path],
+          envFor(api, db, { RECRUIT_ETL_CLIENT_SECRET: '' }),
+          db,
+          label,
+        );
         expect(r.stderr).toContain(why);
       }),
     );
@@ -90,7 +102,12 @@ describe('--client-secret-file', () => {
   it('both given at the same level is exit 2 naming both', async () => {
     const db = freshDb();
     const env = envFor(api, db, { RECRUIT_ETL_CLIENT_SECRET_FILE: join(tmp.dir, 'secret') });
-    const r = await expectRefused(['extract'], env, db, /--client-secret \(RECRUIT_ETL_CLIENT_SECRET\) and --client-secret-file \(RECRUIT_ETL_CLIENT_SECRET_FILE\) are one setting/);
+    const r = await expectRefused(
+      ['extract'],
+      env,
+      db,
+      /--client-secret \(RECRUIT_ETL_CLIENT_SECRET\) and --client-secret-file \(RECRUIT_ETL_CLIENT_SECRET_FILE\) are one setting/,
+    );
     expect(r.stderr).not.toContain(api.options.clientSecret);
   });
 });
@@ -119,7 +136,12 @@ describe('--config', () => {
     const db2 = freshDb();
     const [r, r2] = await Promise.all([
       expectRefused(['transform', '--db', db, '--config', huge], {}, db, label),
-      expectRefused(['transform', '--db', db2, '--config', long], {}, db2, /--environment \(RECRUIT_ETL_ENVIRONMENT\): must be at most 64 bytes/),
+      expectRefused(
+        ['transform', '--db', db2, '--config', long],
+        {},
+        db2,
+        /--environment \(RECRUIT_ETL_ENVIRONMENT\): must be at most 64 bytes/,
+      ),
     ]);
     expect(r.stderr).toContain('over the 1 MiB limit');
     expect(r2.stderr.length).toBeLessThan(2000);
@@ -146,12 +168,18 @@ describe('--site-names', () => {
     const scratch = join(tmp.dir, 'scratch');
     mkdirSync(scratch);
     const db = freshDb();
-    const r = await runCli(['transform', '--db', db, '--site-names', join(tmp.dir, 'names-link.csv')], { TMPDIR: scratch, RECRUIT_ETL_LOG_LEVEL: 'warn' }, { timeoutMs: DEADLINE_MS });
+    const r = await runCli(
+      ['transform', '--db', db, '--site-names', join(tmp.dir, 'names-link.csv')],
+      { TMPDIR: scratch, RECRUIT_ETL_LOG_LEVEL: 'warn' },
+      { timeoutMs: DEADLINE_MS },
+    );
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
     const wh = await Warehouse.open(db, { readOnly: true });
     try {
-      expect(await wh.all('select site_id, site_name from main.seed_site_names')).toEqual([{ site_id: 'X1', site_name: 'Northside Clinic' }]);
+      expect(await wh.all('select site_id, site_name from main.seed_site_names')).toEqual([
+        { site_id: 'X1', site_name: 'Northside Clinic' },
+      ]);
     } finally {
       await wh.close();
     }

@@ -39,21 +39,32 @@ function sink(): { stream: Writable; text: () => string } {
 async function extractAgainst(handler: StubHandler): Promise<{ code: number; stdout: string; stderr: string; runs: string }> {
   const auth = await startStub(handler);
   const tmp = tempDir('recruit-etl-echo-');
-  cleanups.push(() => tmp.cleanup(), () => auth.close());
+  cleanups.push(
+    () => tmp.cleanup(),
+    () => auth.close(),
+  );
   const db = join(tmp.dir, 'warehouse.duckdb');
   const stdout = sink();
   const stderr = sink();
   const code = await run(
     [
       'extract',
-      '--db', db,
-      '--base-url', auth.origin,
-      '--auth-url', auth.origin,
-      '--client-id', 'client-1',
-      '--client-secret', SECRET,
-      '--audience', 'https://api.example',
-      '--trial-id', 't1',
-      '--log-level', 'trace',
+      '--db',
+      db,
+      '--base-url',
+      auth.origin,
+      '--auth-url',
+      auth.origin,
+      '--client-id',
+      'client-1',
+      '--client-secret',
+      SECRET,
+      '--audience',
+      'https://api.example',
+      '--trial-id',
+      't1',
+      '--log-level',
+      'trace',
       '--verbose',
     ],
     { stdout: stdout.stream, stderr: stderr.stream, handleSignals: false },
@@ -70,7 +81,11 @@ async function extractAgainst(handler: StubHandler): Promise<{ code: number; std
 
 describe('a token endpoint echoing the client secret', () => {
   it.each([
-    ['400 with the secret in error and error_description', (_q: unknown, res: Parameters<StubHandler>[1]) => sendJson(res, 400, { error: `invalid_client ${SECRET}`, error_description: SECRET })],
+    [
+      '400 with the secret in error and error_description',
+      (_q: unknown, res: Parameters<StubHandler>[1]) =>
+        sendJson(res, 400, { error: `invalid_client ${SECRET}`, error_description: SECRET }),
+    ],
     ['400 whose error code IS the secret', (_q: unknown, res: Parameters<StubHandler>[1]) => sendJson(res, 400, { error: SECRET })],
     [
       '401 with the secret in a header-less body',
@@ -95,9 +110,17 @@ describe('a token value echoed in a later error', () => {
     const auth = await startStub((_q, res) => sendJson(res, 200, { access_token: token, expires_in: 3600, token_type: 'Bearer' }));
     const http = new HttpClient({ sleep: fakeSleep().sleep });
     const tmp = tempDir('recruit-etl-echo-');
-    cleanups.push(() => tmp.cleanup(), () => auth.close(), () => http.close());
+    cleanups.push(
+      () => tmp.cleanup(),
+      () => auth.close(),
+      () => http.close(),
+    );
     const secrets = new SecretRegistry();
-    const tokens = new TokenProvider({ credentials: { authUrl: auth.origin, clientId: 'c', clientSecret: SECRET, audience: 'a' }, http, secrets });
+    const tokens = new TokenProvider({
+      credentials: { authUrl: auth.origin, clientId: 'c', clientSecret: SECRET, audience: 'a' },
+      http,
+      secrets,
+    });
     expect(await tokens.getToken()).toBe(token);
 
     // Whatever later echoes it: a log line, the CLI's error line, the run record.
@@ -127,7 +150,10 @@ describe('a token value echoed in a later error', () => {
   it('the token provider never quotes its own secret or tokens, even without a shared registry', async () => {
     const auth = await startStub((_q, res) => sendJson(res, 403, { error: SECRET }));
     const http = new HttpClient({ sleep: fakeSleep().sleep });
-    cleanups.push(() => auth.close(), () => http.close());
+    cleanups.push(
+      () => auth.close(),
+      () => http.close(),
+    );
     const tokens = new TokenProvider({ credentials: { authUrl: auth.origin, clientId: 'c', clientSecret: SECRET, audience: 'a' }, http });
     const err = await tokens.getToken().catch((e: unknown) => e as Error);
     expect(err).toBeInstanceOf(AuthError);

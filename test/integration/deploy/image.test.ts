@@ -54,7 +54,8 @@ describe('the production image has no simulator', () => {
       expect(text, f).not.toMatch(/^\s*import\s[^;]*from\s+['"][^'"]*(simulator|mock-api)[^'"]*['"]/m);
       expect(text, f).not.toMatch(/^\s*export\s[^;]*from\s+['"][^'"]*(simulator|mock-api)[^'"]*['"]/m);
     }
-    for (const f of naming) expect(readFileSync(join(DIST, f), 'utf8'), f).toMatch(/await import\((MOCK_API_PACKAGE|MOCK_API_FLAGS_MODULE)\)/);
+    for (const f of naming)
+      expect(readFileSync(join(DIST, f), 'utf8'), f).toMatch(/await import\((MOCK_API_PACKAGE|MOCK_API_FLAGS_MODULE)\)/);
   });
 
   it("the Dockerfile's runtime stage copies nothing of packages/mock-api; its node_modules come from the stage without it", () => {
@@ -89,7 +90,13 @@ describe('the production image has no simulator', () => {
     cpSync(DIST, join(app, 'dist'), { recursive: true });
     cpSync(join(ROOT, 'packages/event-types/dist'), join(app, 'packages/event-types/dist'), { recursive: true });
     cpSync(join(ROOT, 'sql'), join(app, 'sql'), { recursive: true });
-    const run = (args: string[]) => spawnSync(process.execPath, [join(app, 'dist/cli.js'), ...args], { cwd: tmp.dir, encoding: 'utf8', timeout: 30_000, env: { PATH: process.env['PATH'] } });
+    const run = (args: string[]) =>
+      spawnSync(process.execPath, [join(app, 'dist/cli.js'), ...args], {
+        cwd: tmp.dir,
+        encoding: 'utf8',
+        timeout: 30_000,
+        env: { PATH: process.env['PATH'] },
+      });
     const sim = run(['mock-api', '--port', '0']);
     expect(sim.status, sim.stderr).toBe(2);
     expect(sim.stderr.trim()).toBe(

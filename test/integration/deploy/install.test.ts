@@ -49,13 +49,21 @@ function unitValues(text: string, key: string): string[] {
 /** The folders a unit's run writes into that `ReadWritePaths=` / `StateDirectory=` do not open: none when its sandbox fits. */
 function blockedWrites(unitText: string): string[] {
   const env = new Map(unitValues(unitText, 'Environment').map((e) => [e.slice(0, e.indexOf('=')), e.slice(e.indexOf('=') + 1)] as const));
-  const open = [...unitValues(unitText, 'ReadWritePaths').flatMap((v) => v.split(/\s+/)), ...unitValues(unitText, 'StateDirectory').map((d) => `/var/lib/${d}`)].map((p) => p.replace(/^-/, ''));
-  const writes = [dirname(env.get('RECRUIT_ETL_DB') ?? ''), env.get('RECRUIT_ETL_EXPORT_DIR') ?? '', dirname(env.get('RECRUIT_ETL_METRICS_FILE') ?? '')];
+  const open = [
+    ...unitValues(unitText, 'ReadWritePaths').flatMap((v) => v.split(/\s+/)),
+    ...unitValues(unitText, 'StateDirectory').map((d) => `/var/lib/${d}`),
+  ].map((p) => p.replace(/^-/, ''));
+  const writes = [
+    dirname(env.get('RECRUIT_ETL_DB') ?? ''),
+    env.get('RECRUIT_ETL_EXPORT_DIR') ?? '',
+    dirname(env.get('RECRUIT_ETL_METRICS_FILE') ?? ''),
+  ];
   return writes.filter((w) => !open.some((o) => w === o || w.startsWith(`${o}/`)));
 }
 
 /** A path of the installed recipes moved into the scratch root. */
-const reroot = (value: string): string => value.replace(/(^|[\s:=>])(\/(?:etc|var|usr\/local)\/)/g, (_m, pre: string, p: string) => `${pre}${root}${p}`);
+const reroot = (value: string): string =>
+  value.replace(/(^|[\s:=>])(\/(?:etc|var|usr\/local)\/)/g, (_m, pre: string, p: string) => `${pre}${root}${p}`);
 
 let first: SpawnSyncReturns<string>;
 let uid = -1;
@@ -64,7 +72,9 @@ let gid = -1;
 beforeAll(() => {
   chmodSync(tmp.dir, 0o755); // the job's user must reach into the root, as on a machine
   first = install(['--secret-stdin'], `${SECRET}\n`);
-  const passwd = readFileSync(at('etc/passwd'), 'utf8').split('\n').find((l) => l.startsWith('recruit-etl:'));
+  const passwd = readFileSync(at('etc/passwd'), 'utf8')
+    .split('\n')
+    .find((l) => l.startsWith('recruit-etl:'));
   if (passwd) [uid, gid] = passwd.split(':').slice(2, 4).map(Number) as [number, number];
 }, 180_000);
 
@@ -88,14 +98,16 @@ describe('deploy/install.sh into a scratch root', () => {
   it('creates the system user and group in the root only (useradd --prefix), locked, no shell', () => {
     expect(uid).toBeGreaterThan(0);
     expect(uid).toBeLessThan(1000); // a system account
-    const line = readFileSync(at('etc/passwd'), 'utf8').split('\n').find((l) => l.startsWith('recruit-etl:'))!;
+    const line = readFileSync(at('etc/passwd'), 'utf8')
+      .split('\n')
+      .find((l) => l.startsWith('recruit-etl:'))!;
     expect(line.split(':').slice(5)).toEqual(['/var/lib/recruit-etl', '/usr/sbin/nologin']);
     expect(readFileSync(at('etc/group'), 'utf8')).toMatch(new RegExp(`^recruit-etl:x:${gid}:$`, 'm'));
     expect(readFileSync(at('etc/shadow'), 'utf8')).toMatch(/^recruit-etl:!/m);
     expect(spawnSync('getent', ['passwd', 'recruit-etl']).status).not.toBe(0); // the machine's own accounts untouched
   });
 
-  it('owners and modes: config root-owned and group-readable, state and log the job\'s, textfile directory group-writable', () => {
+  it("owners and modes: config root-owned and group-readable, state and log the job's, textfile directory group-writable", () => {
     const expected: [string, number, number, number][] = [
       ['etc/recruit-etl', 0o750, 0, gid],
       ['etc/recruit-etl/config.json', 0o640, 0, gid],
@@ -116,7 +128,7 @@ describe('deploy/install.sh into a scratch root', () => {
     expect(readdirSync(at('etc/recruit-etl')).sort()).toEqual(['client-secret', 'config.json', 'crontab']); // no temporary file left
   });
 
-  it('the job\'s user can write the metrics folder and read its config and secret, not change them', () => {
+  it("the job's user can write the metrics folder and read its config and secret, not change them", () => {
     const asJob = (cmd: string) => spawnSync('sh', ['-c', cmd], { uid, gid, encoding: 'utf8', timeout: 10_000 });
     expect(asJob(`echo x > ${at('var/lib/prometheus/node-exporter/probe.prom')}`).status).toBe(0);
     rmSync(at('var/lib/prometheus/node-exporter/probe.prom'));
@@ -175,7 +187,11 @@ describe('deploy/install.sh into a scratch root', () => {
 describe('deploy/install.sh with PREFIX and TEXTFILE_DIR', () => {
   it('writes them into the units and the crontab, and systemd-analyze verify accepts the result', () => {
     const other = join(tmp.dir, 'other');
-    const r = spawnSync('sh', [SCRIPT], { env: { ...process.env, DESTDIR: other, PREFIX: '/opt/recruit-etl', TEXTFILE_DIR: '/srv/textfile' }, encoding: 'utf8', timeout: 180_000 });
+    const r = spawnSync('sh', [SCRIPT], {
+      env: { ...process.env, DESTDIR: other, PREFIX: '/opt/recruit-etl', TEXTFILE_DIR: '/srv/textfile' },
+      encoding: 'utf8',
+      timeout: 180_000,
+    });
     expect(r.status).toBe(0);
     expect(readlinkSync(join(other, 'opt/recruit-etl/bin/recruit-etl'))).toBe('../lib/recruit-etl/dist/cli.js');
     const unit = readFileSync(join(other, 'etc/systemd/system/recruit-etl.service'), 'utf8');
@@ -191,7 +207,10 @@ describe('deploy/install.sh with PREFIX and TEXTFILE_DIR', () => {
     expect(cron).toMatch(/^RECRUIT_ETL_METRICS_FILE=\/srv\/textfile\/recruit_etl\.prom$/m);
     expect(lstatSync(join(other, 'srv/textfile')).gid).toBe(lstatSync(join(other, 'var/lib/recruit-etl')).gid);
     cpSync('/usr/lib/systemd/system', join(other, 'usr/lib/systemd/system'), { recursive: true, verbatimSymlinks: true });
-    const v = spawnSync('systemd-analyze', ['verify', `--root=${other}`, 'recruit-etl.service', 'recruit-etl.timer'], { encoding: 'utf8', timeout: 60_000 });
+    const v = spawnSync('systemd-analyze', ['verify', `--root=${other}`, 'recruit-etl.service', 'recruit-etl.timer'], {
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
     expect(v.stderr.trim()).toBe('');
     expect(v.status).toBe(0);
   }, 180_000);
@@ -219,11 +238,16 @@ describe('deploy/install.sh on the machine itself (DESTDIR empty), in a private 
     expect(r.stderr).toBe('');
     expect(r.status).toBe(0);
     const out = r.stdout.split('\n');
-    expect(out.find((l) => l.startsWith('passwd='))).toMatch(/^passwd=recruit-etl:x:\d+:\d+:recruit-etl nightly job:\/var\/lib\/recruit-etl:\/usr\/sbin\/nologin$/);
+    expect(out.find((l) => l.startsWith('passwd='))).toMatch(
+      /^passwd=recruit-etl:x:\d+:\d+:recruit-etl nightly job:\/var\/lib\/recruit-etl:\/usr\/sbin\/nologin$/,
+    );
     expect(out).toContain('override=root recruit-etl 1775 /var/lib/prometheus/node-exporter');
     expect(out).toContain('spool=600 recruit-etl:crontab'); // what Debian's crontab -u wrote, read back by crontab -l
     expect(out.filter((l) => l.startsWith('crontab='))).toEqual(
-      readFileSync(at('etc/recruit-etl/crontab'), 'utf8').split('\n').filter((l) => l !== '' && !l.startsWith('#')).map((l) => `crontab=${l}`),
+      readFileSync(at('etc/recruit-etl/crontab'), 'utf8')
+        .split('\n')
+        .filter((l) => l !== '' && !l.startsWith('#'))
+        .map((l) => `crontab=${l}`),
     );
     expect(out).toContain(`version=${(JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }).version}`);
     // The machine itself is as it was.
@@ -239,11 +263,17 @@ describe('the installed systemd units (Debian systemd 252, systemd-analyze verif
   });
 
   it('verify finds nothing to say, ExecStart resolved inside the root; a broken unit is reported', () => {
-    const v = spawnSync('systemd-analyze', ['verify', `--root=${root}`, 'recruit-etl.service', 'recruit-etl.timer'], { encoding: 'utf8', timeout: 60_000 });
+    const v = spawnSync('systemd-analyze', ['verify', `--root=${root}`, 'recruit-etl.service', 'recruit-etl.timer'], {
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
     expect(v.stderr.trim()).toBe('');
     expect(v.status).toBe(0);
     const unit = readFileSync(at('etc/systemd/system/recruit-etl.service'), 'utf8');
-    writeFileSync(at('etc/systemd/system/broken.service'), unit.replace('/usr/local/bin/recruit-etl', '/usr/local/bin/recruit-etI').replace('[Service]', '[Service]\nFrobnicate=1'));
+    writeFileSync(
+      at('etc/systemd/system/broken.service'),
+      unit.replace('/usr/local/bin/recruit-etl', '/usr/local/bin/recruit-etI').replace('[Service]', '[Service]\nFrobnicate=1'),
+    );
     try {
       const bad = spawnSync('systemd-analyze', ['verify', `--root=${root}`, 'broken.service'], { encoding: 'utf8', timeout: 60_000 });
       expect(bad.status).not.toBe(0);
@@ -261,12 +291,16 @@ describe('the installed systemd units (Debian systemd 252, systemd-analyze verif
     for (const p of unitValues(unit, 'ReadWritePaths').flatMap((v) => v.split(/\s+/))) expect(existsSync(at(p)), p).toBe(true);
     expect(unitValues(unit, 'Environment')).toContain('RECRUIT_ETL_METRICS_FILE=/var/lib/prometheus/node-exporter/recruit_etl.prom');
     // The check can fail: the unit as it was, with the state directory only.
-    expect(blockedWrites(unit.replace(/^ReadWritePaths=.*$/m, 'ReadWritePaths=/var/lib/recruit-etl'))).toEqual(['/var/lib/prometheus/node-exporter']);
+    expect(blockedWrites(unit.replace(/^ReadWritePaths=.*$/m, 'ReadWritePaths=/var/lib/recruit-etl'))).toEqual([
+      '/var/lib/prometheus/node-exporter',
+    ]);
   });
 
-  it('the command with the unit\'s environment reads config.json (its empty options are named, exit 2)', () => {
+  it("the command with the unit's environment reads config.json (its empty options are named, exit 2)", () => {
     const unit = readFileSync(at('etc/systemd/system/recruit-etl.service'), 'utf8');
-    const env = Object.fromEntries(unitValues(unit, 'Environment').map((e) => [e.slice(0, e.indexOf('=')), reroot(e.slice(e.indexOf('=') + 1))]));
+    const env = Object.fromEntries(
+      unitValues(unit, 'Environment').map((e) => [e.slice(0, e.indexOf('=')), reroot(e.slice(e.indexOf('=') + 1))]),
+    );
     const [bin, ...args] = unitValues(unit, 'ExecStart')[0]!.replace('${CREDENTIALS_DIRECTORY}', '/etc/recruit-etl').split(' ');
     const r = spawnSync(at(bin!), args.map(reroot), { env: { PATH: '/usr/bin:/bin', ...env }, encoding: 'utf8', timeout: 60_000 });
     expect(r.status).toBe(2);
@@ -295,8 +329,10 @@ describe('the installed crontab (Debian cron 3.0pl1)', () => {
     expect(crontab()).not.toMatch(/^CRON_TZ=/m);
   });
 
-  it('its job line, run by /bin/sh as the job\'s user with its variables, starts the job only in the 02 UTC hour', () => {
-    const lines = crontab().split('\n').filter((l) => l.trim() !== '' && !l.startsWith('#'));
+  it("its job line, run by /bin/sh as the job's user with its variables, starts the job only in the 02 UTC hour", () => {
+    const lines = crontab()
+      .split('\n')
+      .filter((l) => l.trim() !== '' && !l.startsWith('#'));
     const env: Record<string, string> = { HOME: at('var/lib/recruit-etl'), LOGNAME: 'recruit-etl' };
     for (const l of lines.filter((x) => /^[A-Z_]+=/.test(x))) env[l.slice(0, l.indexOf('='))] = reroot(l.slice(l.indexOf('=') + 1));
     const job = lines.find((l) => !/^[A-Z_]+=/.test(l))!;
@@ -305,7 +341,14 @@ describe('the installed crontab (Debian cron 3.0pl1)', () => {
     const command = reroot(job.split(/\s+/).slice(5).join(' ').replaceAll('\\%', '%'));
     expect(command).toMatch(/^\[ "\$\(date -u \+%H\)" = 02 \] && recruit-etl run >> \S+\/var\/log\/recruit-etl\/run\.log 2>&1$/);
     const log = at('var/log/recruit-etl/run.log');
-    const runAt = (hour: number) => spawnSync(env['SHELL']!, ['-c', command.replace('= 02 ]', `= ${String(hour).padStart(2, '0')} ]`)], { env: { ...env, TZ: 'Pacific/Chatham' }, uid, gid, encoding: 'utf8', timeout: 60_000 });
+    const runAt = (hour: number) =>
+      spawnSync(env['SHELL']!, ['-c', command.replace('= 02 ]', `= ${String(hour).padStart(2, '0')} ]`)], {
+        env: { ...env, TZ: 'Pacific/Chatham' },
+        uid,
+        gid,
+        encoding: 'utf8',
+        timeout: 60_000,
+      });
     const now = new Date().getUTCHours();
     expect(runAt((now + 12) % 24).status).toBe(1); // another hour: nothing runs
     expect(existsSync(log)).toBe(false);

@@ -38,7 +38,11 @@ describe('Dockerfile', () => {
     try {
       const bad = join(tmp.dir, 'Dockerfile');
       writeFileSync(bad, 'FROM node:latest\nRUN cd /app && npm ci\nUSER node\n');
-      expect(hadolint(bad).map((f) => f.code).sort()).toEqual(['DL3003', 'DL3007', 'DL3066']);
+      expect(
+        hadolint(bad)
+          .map((f) => f.code)
+          .sort(),
+      ).toEqual(['DL3003', 'DL3007', 'DL3066']);
     } finally {
       tmp.cleanup();
     }
@@ -46,14 +50,21 @@ describe('Dockerfile', () => {
 
   it("the image's user and data folder are the CronJob's", () => {
     const lines = readFileSync(join(ROOT, 'Dockerfile'), 'utf8').split('\n');
-    const user = lines.filter((l) => l.startsWith('USER ')).at(-1)!.slice(5).trim();
-    const get = (o: unknown, ...keys: (string | number)[]): unknown => keys.reduce<unknown>((x, k) => (x as Record<string | number, unknown>)[k], o);
+    const user = lines
+      .filter((l) => l.startsWith('USER '))
+      .at(-1)!
+      .slice(5)
+      .trim();
+    const get = (o: unknown, ...keys: (string | number)[]): unknown =>
+      keys.reduce<unknown>((x, k) => (x as Record<string | number, unknown>)[k], o);
     const pod = get(parse(readFileSync(join(ROOT, 'deploy/cronjob.yaml'), 'utf8')), 'spec', 'jobTemplate', 'spec', 'template', 'spec');
     expect(user).toBe(`${String(get(pod, 'securityContext', 'runAsUser'))}:${String(get(pod, 'securityContext', 'runAsGroup'))}`);
     const volume = /^VOLUME \["([^"]+)"\]$/m.exec(lines.join('\n'))![1]!;
     const mounts = get(pod, 'containers', 0, 'volumeMounts') as { name: string; mountPath: string }[];
     expect(mounts.find((m) => m.name === 'data')!.mountPath).toBe(volume);
-    const env = Object.fromEntries((get(pod, 'containers', 0, 'env') as { name: string; value?: string }[]).map((e) => [e.name, e.value ?? '']));
+    const env = Object.fromEntries(
+      (get(pod, 'containers', 0, 'env') as { name: string; value?: string }[]).map((e) => [e.name, e.value ?? '']),
+    );
     for (const name of ['RECRUIT_ETL_DB', 'RECRUIT_ETL_EXPORT_DIR']) {
       expect(env[name], name).toMatch(new RegExp(`^${volume}/`));
       expect(lines.join('\n'), name).toContain(`${name}=${env[name]!}`);

@@ -65,19 +65,35 @@ describe(`Debian's node_exporter (${NODE_EXPORTER}) reads the metrics file as an
   const metrics = join(textfile, 'recruit_etl.prom');
   const db = join(tmp.dir, 'db', 'warehouse.duckdb');
   const env = (extra: Record<string, string> = {}): Record<string, string> =>
-    envFor(api, db, { RECRUIT_ETL_EXPORT_DIR: join(tmp.dir, 'exports'), RECRUIT_ETL_METRICS_FILE: metrics, RECRUIT_ETL_LOG_LEVEL: 'warn', ...extra });
+    envFor(api, db, {
+      RECRUIT_ETL_EXPORT_DIR: join(tmp.dir, 'exports'),
+      RECRUIT_ETL_METRICS_FILE: metrics,
+      RECRUIT_ETL_LOG_LEVEL: 'warn',
+      ...extra,
+    });
 
   beforeAll(async () => {
     const version = spawnSync(NODE_EXPORTER, ['--version'], { encoding: 'utf8', timeout: 10_000 });
-    expect(`${version.stdout}${version.stderr}`, `${NODE_EXPORTER} is missing: make node-exporter`).toMatch(/node_exporter, version 1\.5\./);
+    expect(`${version.stdout}${version.stderr}`, `${NODE_EXPORTER} is missing: make node-exporter`).toMatch(
+      /node_exporter, version 1\.5\./,
+    );
     // The scratch root is the test's (0700): nobody must reach the textfile folder through it.
     chmodSync(tmp.dir, 0o755);
     api = await startSim({ seed: 31, patientsPerTrial: 8 });
     port = await freePort();
     exporter = spawn(
       'setpriv',
-      ['--reuid=nobody', '--regid=nogroup', '--clear-groups', '--', NODE_EXPORTER,
-        `--web.listen-address=127.0.0.1:${port}`, '--collector.disable-defaults', '--collector.textfile', `--collector.textfile.directory=${textfile}`],
+      [
+        '--reuid=nobody',
+        '--regid=nogroup',
+        '--clear-groups',
+        '--',
+        NODE_EXPORTER,
+        `--web.listen-address=127.0.0.1:${port}`,
+        '--collector.disable-defaults',
+        '--collector.textfile',
+        `--collector.textfile.directory=${textfile}`,
+      ],
       { stdio: ['ignore', 'pipe', 'pipe'] },
     );
     exporter.stdout!.on('data', (d: Buffer) => (exporterLog += d.toString()));
@@ -97,7 +113,7 @@ describe(`Debian's node_exporter (${NODE_EXPORTER}) reads the metrics file as an
     tmp.cleanup();
   });
 
-  it('finds the job\'s series and node_textfile_scrape_error 0 with the default mode (0644)', async () => {
+  it("finds the job's series and node_textfile_scrape_error 0 with the default mode (0644)", async () => {
     const started = Date.now() / 1000;
     const r = await runCli(['run'], env());
     expect(r.code, r.stderr).toBe(0);
@@ -110,7 +126,11 @@ describe(`Debian's node_exporter (${NODE_EXPORTER}) reads the metrics file as an
     expect(sample(text, 'node_textfile_scrape_error'), exporterLog).toBe(0);
     expect(sample(text, 'recruit_etl_last_exit_code{command="run"}')).toBe(0);
     // Within this run, however long a loaded machine made it.
-    for (const s of ['recruit_etl_last_successful_run_timestamp_seconds', 'recruit_etl_last_successful_extract_timestamp_seconds', 'recruit_etl_last_success_timestamp_seconds{command="run"}']) {
+    for (const s of [
+      'recruit_etl_last_successful_run_timestamp_seconds',
+      'recruit_etl_last_successful_extract_timestamp_seconds',
+      'recruit_etl_last_success_timestamp_seconds{command="run"}',
+    ]) {
       expect(sample(text, s), s).toBeGreaterThanOrEqual(Math.floor(started));
       expect(sample(text, s), s).toBeLessThanOrEqual(Math.ceil(ended));
     }
@@ -133,7 +153,11 @@ describe(`Debian's node_exporter (${NODE_EXPORTER}) reads the metrics file as an
     expect(`${check.stdout}${check.stderr}`.trim()).toBe('');
     expect(check.status).toBe(0);
     // And it can fail: a gauge named as a counter is a finding.
-    const bad = spawnSync(PROMTOOL, ['check', 'metrics'], { input: '# HELP x_total a\n# TYPE x_total gauge\nx_total 1\n', encoding: 'utf8', timeout: 10_000 });
+    const bad = spawnSync(PROMTOOL, ['check', 'metrics'], {
+      input: '# HELP x_total a\n# TYPE x_total gauge\nx_total 1\n',
+      encoding: 'utf8',
+      timeout: 10_000,
+    });
     expect(bad.status).not.toBe(0);
   });
 
@@ -147,7 +171,12 @@ describe(`Debian's node_exporter (${NODE_EXPORTER}) reads the metrics file as an
     const check = spawnSync(PROMTOOL, ['check', 'rules', rules], { encoding: 'utf8', timeout: 10_000 });
     expect(check.status, `${check.stdout}${check.stderr}`).toBe(0);
     expect(check.stdout).toMatch(/SUCCESS: 3 rules found/);
-    const written = new Set(readFileSync(metrics, 'utf8').split('\n').filter((l) => l.startsWith('# TYPE ')).map((l) => l.split(' ')[2]));
+    const written = new Set(
+      readFileSync(metrics, 'utf8')
+        .split('\n')
+        .filter((l) => l.startsWith('# TYPE '))
+        .map((l) => l.split(' ')[2]),
+    );
     for (const name of yaml!.match(/recruit_etl_[a-z_]+/g) ?? []) expect(written.has(name), name).toBe(true);
   });
 

@@ -26,7 +26,13 @@ function cronField(field: string, min: number, max: number): boolean {
 }
 
 function cronSchedule(fields: string[]): boolean {
-  const bounds: [number, number][] = [[0, 59], [0, 23], [1, 31], [1, 12], [0, 7]];
+  const bounds: [number, number][] = [
+    [0, 59],
+    [0, 23],
+    [1, 31],
+    [1, 12],
+    [0, 7],
+  ];
   return fields.length === 5 && fields.every((f, i) => cronField(f, ...bounds[i]!));
 }
 
@@ -49,17 +55,23 @@ function unit(text: string): Map<string, [string, string][]> {
   }
   return sections;
 }
-const values = (u: Map<string, [string, string][]>, section: string, key: string): string[] => (u.get(section) ?? []).filter(([k]) => k === key).map(([, v]) => v);
+const values = (u: Map<string, [string, string][]>, section: string, key: string): string[] =>
+  (u.get(section) ?? []).filter(([k]) => k === key).map(([, v]) => v);
 
 describe('crontab (deploy/crontab)', () => {
-  const lines = read('deploy/crontab').split('\n').filter((l) => l.trim() !== '' && !l.trim().startsWith('#'));
+  const lines = read('deploy/crontab')
+    .split('\n')
+    .filter((l) => l.trim() !== '' && !l.trim().startsWith('#'));
   const assignments = lines.filter((l) => /^[A-Z_]+=/.test(l));
   const jobs = lines.filter((l) => !/^[A-Z_]+=/.test(l));
 
   it('one job line: a valid schedule and `recruit-etl run` (after the UTC-hour guard), no flock (exit 5 is the guard)', () => {
     expect(jobs).toHaveLength(1);
     // Debian's cron has no CRON_TZ: the line fires hourly and `date -u` picks the UTC hour (install.test.ts runs it).
-    const fields = jobs[0]!.trim().replace(/^(\S+\s+){5}\[ "\$\(date -u \+\\%H\)" = \d\d \] && /, (m) => m.split('[')[0]!).split(/\s+/);
+    const fields = jobs[0]!
+      .trim()
+      .replace(/^(\S+\s+){5}\[ "\$\(date -u \+\\%H\)" = \d\d \] && /, (m) => m.split('[')[0]!)
+      .split(/\s+/);
     expect(cronSchedule(fields.slice(0, 5))).toBe(true);
     expect(fields.slice(5, 7)).toEqual(['recruit-etl', 'run']);
     expect(jobs[0]).not.toMatch(/flock/);
@@ -112,9 +124,14 @@ describe('systemd units (deploy/recruit-etl.service, deploy/recruit-etl.timer)',
     const tmp = tempDir();
     try {
       // verify checks that ExecStart's binary exists; the bin is not installed here.
-      writeFileSync(join(tmp.dir, 'recruit-etl.service'), read('deploy/recruit-etl.service').replace(/^ExecStart=\S+/m, 'ExecStart=/bin/true'));
+      writeFileSync(
+        join(tmp.dir, 'recruit-etl.service'),
+        read('deploy/recruit-etl.service').replace(/^ExecStart=\S+/m, 'ExecStart=/bin/true'),
+      );
       copyFileSync(join(ROOT, 'deploy/recruit-etl.timer'), join(tmp.dir, 'recruit-etl.timer'));
-      const r = spawnSync('systemd-analyze', ['verify', join(tmp.dir, 'recruit-etl.service'), join(tmp.dir, 'recruit-etl.timer')], { encoding: 'utf8' });
+      const r = spawnSync('systemd-analyze', ['verify', join(tmp.dir, 'recruit-etl.service'), join(tmp.dir, 'recruit-etl.timer')], {
+        encoding: 'utf8',
+      });
       expect(r.stderr.trim()).toBe('');
       expect(r.status).toBe(0);
       // And it does complain: an unknown key is reported.

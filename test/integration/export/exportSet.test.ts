@@ -3,7 +3,19 @@
  * folder published by swapping the `current` symlink; the stable paths are symlinks into
  * `current`. Against a real DuckDB file and export folder in a temporary folder.
  */
-import { existsSync, linkSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  linkSync,
+  lstatSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  statSync,
+  symlinkSync,
+  utimesSync,
+  writeFileSync,
+} from 'node:fs';
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeEach, describe, expect, test } from 'vitest';
@@ -36,13 +48,17 @@ async function buildModels(tag: string, rows: number, models: readonly string[] 
 
 /** A model that fails at COPY time, sorted between dim_site and fct_visit. */
 async function addBrokenModel(): Promise<void> {
-  await wh.run(`create or replace view main.fct_m_broken as select case when i >= 0 then error('injected failure') end as x from range(3) t(i)`);
+  await wh.run(
+    `create or replace view main.fct_m_broken as select case when i >= 0 then error('injected failure') end as x from range(3) t(i)`,
+  );
 }
 
 /** What DuckDB reads at each stable `<model>.parquet` of the export folder: run tags and row count. */
 async function readStable(): Promise<Record<string, { runs: string[]; rows: number }>> {
   const out: Record<string, { runs: string[]; rows: number }> = {};
-  for (const f of readdirSync(dir).filter((x) => x.endsWith('.parquet')).sort()) {
+  for (const f of readdirSync(dir)
+    .filter((x) => x.endsWith('.parquet'))
+    .sort()) {
     const rows = await wh.all<{ run: string }>(`select run from ${sqlString(join(dir, f))}`);
     out[f] = { runs: [...new Set(rows.map((r) => r.run))].sort(), rows: rows.length };
   }
@@ -90,12 +106,16 @@ describe('exportParquet: the export set is atomic', () => {
     expect(manifest.files.map((f) => f.file).sort()).toEqual(all);
     for (const f of manifest.files) expect(statSync(join(dir, f.file)).size, f.file).toBe(f.bytes);
     // A glob over the stable paths reads through the symlinks too.
-    expect(await wh.one(`select count(*)::int as n from read_parquet(${sqlString(join(dir, '*.parquet'))}, union_by_name = true)`)).toEqual({ n: 8 });
+    expect(await wh.one(`select count(*)::int as n from read_parquet(${sqlString(join(dir, '*.parquet'))}, union_by_name = true)`)).toEqual(
+      { n: 8 },
+    );
 
     // The first snapshot is kept whole for readers still on it.
     expect(snapshots()).toEqual(['run-1', 'run-2']);
     expect(readManifest(join(dir, 'snapshots', 'run-1', 'manifest.json')).runId).toBe('run-1');
-    expect(await wh.all(`select run, i from ${sqlString(join(dir, 'snapshots', 'run-1', 'fct_visit.parquet'))}`)).toEqual([{ run: 'run-1', i: 0n }]);
+    expect(await wh.all(`select run, i from ${sqlString(join(dir, 'snapshots', 'run-1', 'fct_visit.parquet'))}`)).toEqual([
+      { run: 'run-1', i: 0n },
+    ]);
 
     // Modes as before: files 0600, folders 0700.
     for (const f of [...all, 'manifest.json']) expect(statSync(join(dir, f)).mode & 0o777, f).toBe(0o600);
@@ -121,12 +141,32 @@ describe('exportParquet: the export set is atomic', () => {
   });
 
   test('the marts, dimensions and dq_ results are exported and listed in the manifest; staging, intermediate and seeds are not', async () => {
-    await buildModels('run-1', 3, ['dq_summary', 'dq_unmapped_sites', 'fct_visit', 'mart_summary', 'dim_site', 'stg_events', 'int_patients', 'seed_event_types']);
+    await buildModels('run-1', 3, [
+      'dq_summary',
+      'dq_unmapped_sites',
+      'fct_visit',
+      'mart_summary',
+      'dim_site',
+      'stg_events',
+      'int_patients',
+      'seed_event_types',
+    ]);
     const manifest = await exportParquet({ wh, exportDir: dir, runId: 'run-1' });
     const want = files(['dim_site', 'dq_summary', 'dq_unmapped_sites', 'fct_visit', 'mart_summary']);
     expect(manifest.files.map((f) => f.file).sort()).toEqual(want);
-    expect(readManifest().files.find((f) => f.model === 'dq_summary')).toMatchObject({ file: 'dq_summary.parquet', rows: 3, columns: [{ name: 'run', type: 'VARCHAR' }, { name: 'i', type: 'BIGINT' }] });
-    expect(readdirSync(dir).filter((f) => f.endsWith('.parquet')).sort()).toEqual(want);
+    expect(readManifest().files.find((f) => f.model === 'dq_summary')).toMatchObject({
+      file: 'dq_summary.parquet',
+      rows: 3,
+      columns: [
+        { name: 'run', type: 'VARCHAR' },
+        { name: 'i', type: 'BIGINT' },
+      ],
+    });
+    expect(
+      readdirSync(dir)
+        .filter((f) => f.endsWith('.parquet'))
+        .sort(),
+    ).toEqual(want);
     expect(await readStable()).toMatchObject({ 'dq_summary.parquet': { runs: ['run-1'], rows: 3 } });
     // The export writes without keeping row order (EXPORT_SETTINGS) and puts the session's setting back.
     expect(await wh.one(`select current_setting('preserve_insertion_order') as v`)).toEqual({ v: true });
@@ -242,7 +282,9 @@ describe('exportParquet: the export set is atomic', () => {
       await buildModels('run-1', 1);
       await addBrokenModel();
       await expect(exportParquet({ wh, exportDir: dir, runId: 'run-1' })).rejects.toThrow(ExportError);
-      expect(readdirSync(join(dir, 'snapshots', `legacy-${OLD_RUN}`)).sort()).toEqual([...files([...MODELS, 'fct_gone']), 'manifest.json'].sort());
+      expect(readdirSync(join(dir, 'snapshots', `legacy-${OLD_RUN}`)).sort()).toEqual(
+        [...files([...MODELS, 'fct_gone']), 'manifest.json'].sort(),
+      );
       for (const [f, ino] of Object.entries(inodes)) expect(statSync(join(dir, f)).ino, f).toBe(ino);
     });
   });

@@ -32,9 +32,16 @@ describe('exported counts are integers (they were HUGEINT, DOUBLE in Parquet: 3.
        where table_schema = 'main' and table_name in (${models}) and (data_type like '%INT%' or data_type like 'DECIMAL%')`,
     );
     expect(cols.length).toBeGreaterThan(50);
-    expect(cols.filter((c) => /HUGEINT|DECIMAL/.test(c.data_type)).map((c) => `${c.table_name}.${c.column_name} ${c.data_type}`)).toEqual([]);
+    expect(cols.filter((c) => /HUGEINT|DECIMAL/.test(c.data_type)).map((c) => `${c.table_name}.${c.column_name} ${c.data_type}`)).toEqual(
+      [],
+    );
     const exported = new Map(manifest.files.flatMap((f) => f.columns.map((c) => [`${f.model}.${c.name}`, c.type] as const)));
-    const notInt = cols.filter((c) => !/^(TINY|SMALL|BIG|U?)INT(EGER)?$|^U?(TINY|SMALL|BIG)INT$|^INTEGER$|^BIGINT$/.test(exported.get(`${c.table_name}.${c.column_name}`) ?? '?'));
+    const notInt = cols.filter(
+      (c) =>
+        !/^(TINY|SMALL|BIG|U?)INT(EGER)?$|^U?(TINY|SMALL|BIG)INT$|^INTEGER$|^BIGINT$/.test(
+          exported.get(`${c.table_name}.${c.column_name}`) ?? '?',
+        ),
+    );
     expect(notInt.map((c) => `${c.table_name}.${c.column_name}: ${exported.get(`${c.table_name}.${c.column_name}`)}`)).toEqual([]);
     const files = manifest.files.map((f) => sqlString(join(tmp.dir, f.file)));
     const decimals = await wh.all<{ file_name: string; name: string }>(

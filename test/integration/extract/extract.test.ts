@@ -13,12 +13,20 @@ import { UpstreamContractError } from '../../../src/errors.js';
 import { configFor, startSim } from '../../helpers/sim.js';
 import { tempDir } from '../../helpers/tmp.js';
 
-interface RawRow { stream_id: string; p: bigint; id: string; t: string | null; env: string }
+interface RawRow {
+  stream_id: string;
+  p: bigint;
+  id: string;
+  t: string | null;
+  env: string;
+}
 
 async function rawRows(db: string): Promise<RawRow[]> {
   const wh = await Warehouse.open(db, { readOnly: true });
   try {
-    return await wh.all<RawRow>('select stream_id, stream_position as p, event_id as id, event_type as t, envelope::varchar as env from raw.events order by stream_id, stream_position');
+    return await wh.all<RawRow>(
+      'select stream_id, stream_position as p, event_id as id, event_type as t, envelope::varchar as env from raw.events order by stream_id, stream_position',
+    );
   } finally {
     await wh.close();
   }
@@ -165,7 +173,12 @@ describe('extract under its DuckDB settings (EXTRACT_SETTINGS)', () => {
   it('pages that only re-send events already stored, with a new cursor each time, end the run like empty pages: exit 6 after --max-empty-pages (71,011 pages in 25 s and counting before)', async () => {
     await onWarehouse('idle.duckdb', true, async (wh) => {
       let fetched = 0;
-      const event = { id: 'evt-1', eventType: 'v1.patient.statusChanged', publishedTime: '2026-01-05T08:00:00.123Z', message: { trialId: 'T-1', referralSubjectId: 'RS-1' } };
+      const event = {
+        id: 'evt-1',
+        eventType: 'v1.patient.statusChanged',
+        publishedTime: '2026-01-05T08:00:00.123Z',
+        message: { trialId: 'T-1', referralSubjectId: 'RS-1' },
+      };
       const client = {
         origin: new URL(base).origin,
         async fetchPage(url: string) {
@@ -175,7 +188,15 @@ describe('extract under its DuckDB settings (EXTRACT_SETTINGS)', () => {
         },
       } as unknown as EventsClient;
       const err = await extractEvents({
-        wh, client, baseUrl: base, environment: 'test', trialIds: ['T-1'], eventTypes: ['v1.patient.statusChanged'], batchPages: 10, maxEmptyPages: 30, runId: 'run-1',
+        wh,
+        client,
+        baseUrl: base,
+        environment: 'test',
+        trialIds: ['T-1'],
+        eventTypes: ['v1.patient.statusChanged'],
+        batchPages: 10,
+        maxEmptyPages: 30,
+        runId: 'run-1',
       }).catch((e: unknown) => e as Error);
       expect(err).toBeInstanceOf(UpstreamContractError);
       expect((err as UpstreamContractError).exitCode).toBe(6);

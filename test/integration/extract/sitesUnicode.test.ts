@@ -22,7 +22,10 @@ afterEach(async () => {
 async function openWarehouse(): Promise<Warehouse> {
   const tmp = tempDir('recruit-etl-sites-');
   const wh = await Warehouse.open(join(tmp.dir, 'w.duckdb'));
-  cleanups.push(() => tmp.cleanup(), () => wh.close());
+  cleanups.push(
+    () => tmp.cleanup(),
+    () => wh.close(),
+  );
   await wh.migrate();
   return wh;
 }
@@ -41,16 +44,23 @@ describe('site list with invalid Unicode', () => {
         : sendJson(res, 200, '[{"siteId":"s-2"},{"siteId":"s-3","address":{"lines":["CANARY-ADDRESS \\ud800"]}}]'),
     );
     const http = new HttpClient({ sleep: fakeSleep().sleep });
-    cleanups.push(() => api.close(), () => http.close());
+    cleanups.push(
+      () => api.close(),
+      () => http.close(),
+    );
     const client = new SitesClient({ baseUrl: api.origin, origin: 'https://study.example.org', http });
     // An earlier, good snapshot stays as it was.
     await snapshotSites({ wh, client, micrositeId: 'm1', trialIds: ['t1'], runId: 'r0' });
     expect(await siteRows(wh)).toBe(1);
 
-    const err = await snapshotSites({ wh, client, micrositeId: 'm1', trialIds: ['t1', 't2'], runId: 'r1' }).catch((e: unknown) => e as Error);
+    const err = await snapshotSites({ wh, client, micrositeId: 'm1', trialIds: ['t1', 't2'], runId: 'r1' }).catch(
+      (e: unknown) => e as Error,
+    );
     expect(err).toBeInstanceOf(UpstreamContractError);
     expect((err as UpstreamContractError).exitCode).toBe(6);
-    expect((err as Error).message).toContain('site list of microsite m1 / trial t2: record 2 holds a string that is not well-formed Unicode');
+    expect((err as Error).message).toContain(
+      'site list of microsite m1 / trial t2: record 2 holds a string that is not well-formed Unicode',
+    );
     expect((err as Error).message).not.toContain('CANARY');
     expect(await siteRows(wh)).toBe(1);
   });
@@ -78,7 +88,10 @@ describe('site list nested deep', () => {
     const deep = '{"x":'.repeat(20_000) + '1' + '}'.repeat(20_000);
     const api = await startStub((_req, res) => sendJson(res, 200, `[{"siteId":"s-1","extra":${deep}}]`));
     const http = new HttpClient({ sleep: fakeSleep().sleep });
-    cleanups.push(() => api.close(), () => http.close());
+    cleanups.push(
+      () => api.close(),
+      () => http.close(),
+    );
     const client = new SitesClient({ baseUrl: api.origin, origin: 'https://study.example.org', http });
     await snapshotSites({ wh, client, micrositeId: 'm1', trialIds: ['t1'], runId: 'r1' });
     const [row] = await wh.all<{ site_id: string; same: boolean }>(

@@ -45,7 +45,9 @@ describe('publish into a DuckLake on a private PostgreSQL (docs/lakehouse.md)', 
     const wh = await Warehouse.open(join(tmp.dir, pipeline, 'warehouse.duckdb'), { readOnly: true });
     try {
       const events = Number((await wh.one<{ n: bigint }>('select count(*) as n from raw.events'))?.n);
-      const names = await wh.all<{ t: string }>("select table_name as t from information_schema.tables where table_schema = 'main' and regexp_matches(table_name, '^(fct|dim|mart|dq)_') order by 1");
+      const names = await wh.all<{ t: string }>(
+        "select table_name as t from information_schema.tables where table_schema = 'main' and regexp_matches(table_name, '^(fct|dim|mart|dq)_') order by 1",
+      );
       const models: Record<string, number> = {};
       for (const { t } of names) models[t] = Number((await wh.one<{ n: bigint }>(`select count(*) as n from main."${t}"`))?.n);
       return { events, models };
@@ -62,7 +64,9 @@ describe('publish into a DuckLake on a private PostgreSQL (docs/lakehouse.md)', 
       for (const m of Object.keys(models)) {
         const a = `rl.${pipeline}."${m}"`;
         const b = `loc.main."${m}"`;
-        out[m] = await n(`select (select count(*) from (select * from ${a} except all select * from ${b})) + (select count(*) from (select * from ${b} except all select * from ${a})) as n`);
+        out[m] = await n(
+          `select (select count(*) from (select * from ${a} except all select * from ${b})) + (select count(*) from (select * from ${b} except all select * from ${a})) as n`,
+        );
       }
       return out;
     } finally {
@@ -99,7 +103,8 @@ describe('publish into a DuckLake on a private PostgreSQL (docs/lakehouse.md)', 
     expect(await n('select count(*) as n from rl.alpha.raw_events')).toBe(mine.events);
     expect(await n('select count(distinct (stream_id, stream_position)) as n from rl.alpha.raw_events')).toBe(mine.events);
     expect(Object.keys(mine.models).length).toBeGreaterThan(3);
-    for (const [model, rows] of Object.entries(mine.models)) expect(await n(`select count(*) as n from rl.alpha."${model}"`), model).toBe(rows);
+    for (const [model, rows] of Object.entries(mine.models))
+      expect(await n(`select count(*) as n from rl.alpha."${model}"`), model).toBe(rows);
     // The publish is one snapshot, named after the run; a new pipeline's views follow in one more.
     const msgs = await reader.all<{ m: string }>('select commit_message as m from rl.snapshots() order by snapshot_id desc limit 2');
     expect(msgs[1]?.m).toMatch(/^publish alpha run /);
@@ -127,7 +132,10 @@ describe('publish into a DuckLake on a private PostgreSQL (docs/lakehouse.md)', 
     const published = await lastPublish('alpha');
     expect(published.merged).toEqual(expect.arrayContaining(['fct_contact_attempts', 'fct_patient_status_history']));
     expect(published.models.length).toBeGreaterThan(published.merged.length);
-    expect(Object.values(await differences('alpha')).every((d) => d === 0), JSON.stringify(await differences('alpha'))).toBe(true);
+    expect(
+      Object.values(await differences('alpha')).every((d) => d === 0),
+      JSON.stringify(await differences('alpha')),
+    ).toBe(true);
   });
 
   it('two pipelines publish into one lake side by side; all_pipelines reads across them', async () => {
@@ -136,7 +144,9 @@ describe('publish into a DuckLake on a private PostgreSQL (docs/lakehouse.md)', 
     const b = (await local('beta')).events;
     expect(await n('select count(*) as n from rl.beta.raw_events')).toBe(b);
     expect(await n('select count(*) as n from rl.alpha.raw_events')).toBe(a);
-    const per = await reader.all<{ pipeline: string; n: bigint }>('select pipeline, count(*) as n from rl.all_pipelines.raw_events group by 1 order by 1');
+    const per = await reader.all<{ pipeline: string; n: bigint }>(
+      'select pipeline, count(*) as n from rl.all_pipelines.raw_events group by 1 order by 1',
+    );
     expect(per.map((r) => [r.pipeline, Number(r.n)])).toEqual([
       ['alpha', a],
       ['beta', b],
@@ -161,7 +171,9 @@ describe('publish into a DuckLake on a private PostgreSQL (docs/lakehouse.md)', 
       await loadLakeExtensions(holder, true);
       await holder.run(`attach ${sqlString(pg.conninfo('lake'))} as lockpg (type postgres)`);
       await holder.run('begin transaction');
-      const got = await holder.one<{ got: boolean }>("select got from postgres_query('lockpg', 'select pg_try_advisory_xact_lock(hashtext(''recruit-etl publish alpha'')) as got')");
+      const got = await holder.one<{ got: boolean }>(
+        "select got from postgres_query('lockpg', 'select pg_try_advisory_xact_lock(hashtext(''recruit-etl publish alpha'')) as got')",
+      );
       expect(got?.got).toBe(true);
       const before = await snapshots();
       const refused = await run('alpha', {}, 'publish');
@@ -200,7 +212,11 @@ describe('publish into a DuckLake on a private PostgreSQL (docs/lakehouse.md)', 
     const missing = await run('alpha', { RECRUIT_ETL_LAKE: '' }, 'publish');
     expect(missing.code).toBe(2);
     expect(missing.stderr).toContain('--lake (RECRUIT_ETL_LAKE)');
-    const down = await run('alpha', { RECRUIT_ETL_LAKE: `ducklake:postgres:dbname=lake host=127.0.0.1 port=1 user=recruit password=Sesame-42 connect_timeout=2` }, 'publish');
+    const down = await run(
+      'alpha',
+      { RECRUIT_ETL_LAKE: `ducklake:postgres:dbname=lake host=127.0.0.1 port=1 user=recruit password=Sesame-42 connect_timeout=2` },
+      'publish',
+    );
     expect(down.code, down.stderr).toBe(7);
     expect(down.stderr).toMatch(/cannot attach the lake/);
     expect(down.stderr + down.stdout).not.toContain('Sesame-42');
@@ -221,9 +237,13 @@ describe('publish into a DuckLake on a private PostgreSQL (docs/lakehouse.md)', 
       expect(await n('select count(*) as n from rl.alpha.raw_events')).toBe(mine.events);
       expect(await n('select count(distinct (stream_id, stream_position)) as n from rl.alpha.raw_events')).toBe(mine.events);
       const now = await local('alpha');
-      for (const [model, rows] of Object.entries(now.models)) expect(await n(`select count(*) as n from rl.alpha."${model}"`), model).toBe(rows);
+      for (const [model, rows] of Object.entries(now.models))
+        expect(await n(`select count(*) as n from rl.alpha."${model}"`), model).toBe(rows);
       const diff = await differences('alpha');
-      expect(Object.values(diff).every((d) => d === 0), JSON.stringify(diff)).toBe(true);
+      expect(
+        Object.values(diff).every((d) => d === 0),
+        JSON.stringify(diff),
+      ).toBe(true);
     });
   }
 });

@@ -27,7 +27,14 @@ describe('the lake names its catalog; one schema, one pipeline', { timeout: 300_
   let lake: string;
 
   /** The CLI on warehouse `<tmp>/<dir>/<file>` with `--environment env` and no `--lake-schema` (the default). */
-  const run = (dir: string, file: string, environment: string, extra: Record<string, string> = {}, command = 'run', flags: string[] = []): Promise<CliResult> => {
+  const run = (
+    dir: string,
+    file: string,
+    environment: string,
+    extra: Record<string, string> = {},
+    command = 'run',
+    flags: string[] = [],
+  ): Promise<CliResult> => {
     mkdirSync(join(tmp.dir, dir), { recursive: true });
     return runCli(
       [command, ...flags],
@@ -81,7 +88,9 @@ describe('the lake names its catalog; one schema, one pipeline', { timeout: 300_
     expect(await n("select count(*) as n from rl.all_pipelines.raw_events where pipeline = 'production'")).toBe(mine);
     expect(await n("select count(*) as n from rl.all_pipelines.fct_patient_funnel where pipeline = 'production'")).toBeGreaterThan(0);
     // The schema records its pipeline: this warehouse, this environment.
-    const owner = await reader.one<{ f: string; e: string }>('select warehouse_file as f, environment as e from rl.production.publish_pipeline');
+    const owner = await reader.one<{ f: string; e: string }>(
+      'select warehouse_file as f, environment as e from rl.production.publish_pipeline',
+    );
     expect(owner).toEqual({ f: join(tmp.dir, 'prod', 'production.duckdb'), e: 'production' });
     // A second night publishes again.
     api.grow(40);
@@ -89,7 +98,7 @@ describe('the lake names its catalog; one schema, one pipeline', { timeout: 300_
     expect(await n('select count(*) as n from rl.production.raw_events')).toBe(await events(join(tmp.dir, 'prod', 'production.duckdb')));
   });
 
-  it('a warehouse file named like the lake\'s own alias (_recruit_etl_lake.duckdb) is exit 2, never taken for the lake', async () => {
+  it("a warehouse file named like the lake's own alias (_recruit_etl_lake.duckdb) is exit 2, never taken for the lake", async () => {
     const r = await run('alias', '_recruit_etl_lake.duckdb', 'aliased', {}, 'publish');
     expect(r.code, r.stderr).toBe(2);
     expect(r.stderr).toMatch(/the warehouse's catalog is named _recruit_etl_lake/);
@@ -120,7 +129,9 @@ describe('the lake names its catalog; one schema, one pipeline', { timeout: 300_
     const moved = await run('s2', 'warehouse.duckdb', 'staging', {}, 'publish', ['--lake-pipeline-moved']);
     ok(moved);
     expect(moved.stdout).toMatch(/the lake schema now belongs to this warehouse/);
-    const owner = await reader.one<{ f: string; e: string }>('select warehouse_file as f, environment as e from rl.staging.publish_pipeline');
+    const owner = await reader.one<{ f: string; e: string }>(
+      'select warehouse_file as f, environment as e from rl.staging.publish_pipeline',
+    );
     expect(owner).toEqual({ f: join(tmp.dir, 's2', 'warehouse.duckdb'), e: 'staging' });
     // Without the option from now on: the new owner publishes, the old one is refused.
     api.grow(30);

@@ -13,7 +13,11 @@ describe('private PostgreSQL cluster (test/helpers/postgres.ts)', () => {
 
   it('serves SQL on a loopback port and its folder goes when stopped', () => {
     pg.createDb('probe');
-    const out = execFileSync(join(pgBinDir(), 'psql'), ['-h', '127.0.0.1', '-p', String(pg.port), '-U', pg.user, '-d', 'probe', '-Atc', 'select 40 + 2'], { encoding: 'utf8' });
+    const out = execFileSync(
+      join(pgBinDir(), 'psql'),
+      ['-h', '127.0.0.1', '-p', String(pg.port), '-U', pg.user, '-d', 'probe', '-Atc', 'select 40 + 2'],
+      { encoding: 'utf8' },
+    );
     expect(out.trim()).toBe('42');
     const dir = pg.dir;
     pg.stop();

@@ -100,7 +100,11 @@ describe('the lake on an S3-compatible object store (moto 5.2.5, httpfs 1.5.5)',
     moto = await startMoto();
     const made = await fetch(`${moto.url}/${BUCKET}`, { method: 'PUT', signal: AbortSignal.timeout(10_000) });
     expect(made.status).toBe(200);
-    ({ pg, api, tmp, reader, lake } = await startLake('recruit-etl-lake-s3-', { seed: 41, patientsPerTrial: 40, releaseFraction: 0.5 }, true));
+    ({ pg, api, tmp, reader, lake } = await startLake(
+      'recruit-etl-lake-s3-',
+      { seed: 41, patientsPerTrial: 40, releaseFraction: 0.5 },
+      true,
+    ));
   }, 120_000);
 
   afterAll(async () => {
@@ -126,10 +130,14 @@ describe('the lake on an S3-compatible object store (moto 5.2.5, httpfs 1.5.5)',
     expect(await n('select count(distinct (stream_id, stream_position)) as n from rl.objects.raw_events')).toBe(mine.events);
     expect(await n('select count(*) as n from rl.objects.fct_patient_funnel')).toBe(mine.funnel);
     // Every data file is an object in the bucket under the prefix, as moto lists them.
-    const files = (await reader.all<{ f: string }>("select data_file as f from ducklake_list_files('rl', 'raw_events', schema => 'objects')")).map((r) => r.f);
+    const files = (
+      await reader.all<{ f: string }>("select data_file as f from ducklake_list_files('rl', 'raw_events', schema => 'objects')")
+    ).map((r) => r.f);
     expect(files.length).toBeGreaterThan(0);
     console.log(`moto holds ${files.length} raw_events file(s) under s3://${BUCKET}/nightly/objects/, all listed by the catalog`);
-    const listing = await (await fetch(`${moto.url}/${BUCKET}?list-type=2&prefix=nightly/`, { signal: AbortSignal.timeout(10_000) })).text();
+    const listing = await (
+      await fetch(`${moto.url}/${BUCKET}?list-type=2&prefix=nightly/`, { signal: AbortSignal.timeout(10_000) })
+    ).text();
     for (const f of files) {
       expect(f.startsWith(`s3://${BUCKET}/nightly/objects/raw_events/`), f).toBe(true);
       expect(listing).toContain(`<Key>${f.slice(`s3://${BUCKET}/`.length)}</Key>`);

@@ -92,10 +92,54 @@ for (const zone of ['UTC', 'America/New_York']) {
          from main.mart_open_referrals order by site_id, worklist_rank`,
       );
       expect(rows).toEqual([
-        { site_id: 'X1', r: 1, s: 'q2', step: 'reach', age: 21, n: 3, last_date: '2024-03-13', since: 7, current_status: 'potentialCandidate', unreachable: true },
-        { site_id: 'X1', r: 2, s: 'q4', step: 'acknowledge', age: 19, n: 0, last_date: null, since: null, current_status: 'someFutureStatus', unreachable: false },
-        { site_id: 'X1', r: 3, s: 'q6', step: 'progress', age: 18, n: 3, last_date: '2024-03-20', since: 0, current_status: 'potentialCandidate', unreachable: false },
-        { site_id: 'X1', r: 4, s: 'q1', step: 'acknowledge', age: 16, n: 3, last_date: '2024-03-18', since: 2, current_status: 'potentialCandidate', unreachable: false },
+        {
+          site_id: 'X1',
+          r: 1,
+          s: 'q2',
+          step: 'reach',
+          age: 21,
+          n: 3,
+          last_date: '2024-03-13',
+          since: 7,
+          current_status: 'potentialCandidate',
+          unreachable: true,
+        },
+        {
+          site_id: 'X1',
+          r: 2,
+          s: 'q4',
+          step: 'acknowledge',
+          age: 19,
+          n: 0,
+          last_date: null,
+          since: null,
+          current_status: 'someFutureStatus',
+          unreachable: false,
+        },
+        {
+          site_id: 'X1',
+          r: 3,
+          s: 'q6',
+          step: 'progress',
+          age: 18,
+          n: 3,
+          last_date: '2024-03-20',
+          since: 0,
+          current_status: 'potentialCandidate',
+          unreachable: false,
+        },
+        {
+          site_id: 'X1',
+          r: 4,
+          s: 'q1',
+          step: 'acknowledge',
+          age: 16,
+          n: 3,
+          last_date: '2024-03-18',
+          since: 2,
+          current_status: 'potentialCandidate',
+          unreachable: false,
+        },
       ]);
     });
 
@@ -152,23 +196,28 @@ describe("site names from the operator's CSV (--site-names)", () => {
     tmp.cleanup();
   });
 
-  test('a trial\'s row wins over an every-trial row; marts show the name; unmapped sites are listed in dq', async () => {
+  test("a trial's row wins over an every-trial row; marts show the name; unmapped sites are listed in dq", async () => {
     const file = join(tmp.dir, 'names.csv');
     // columns in another order, an extra column, a quoted comma; X3 appears in no event
-    writeFileSync(file, [
-      'trial_id,site_id,site_name,sponsor_site_id,notes',
-      ',X1,Northside Clinic,SP-100,every trial',
-      'T9,X1,"Northside, trial T9",SP-T9-1,',
-      ',X3,Unused Site,,',
-      '',
-    ].join('\n'));
+    writeFileSync(
+      file,
+      [
+        'trial_id,site_id,site_name,sponsor_site_id,notes',
+        ',X1,Northside Clinic,SP-100,every trial',
+        'T9,X1,"Northside, trial T9",SP-T9-1,',
+        ',X3,Unused Site,,',
+        '',
+      ].join('\n'),
+    );
     const result = await runTransform(wh, { siteNames: file });
     expect(result.dq.find((d) => d.check === 'dq_unmapped_sites')).toEqual({ check: 'dq_unmapped_sites', count: 1 });
-    expect(await wh.all(`select trial_id, site_id, patient_count::int as patients, event_count::int as events from main.dq_unmapped_sites`)).toEqual([
-      { trial_id: 'T9', site_id: 'X2', patients: 1, events: 2 },
-    ]);
+    expect(
+      await wh.all(`select trial_id, site_id, patient_count::int as patients, event_count::int as events from main.dq_unmapped_sites`),
+    ).toEqual([{ trial_id: 'T9', site_id: 'X2', patients: 1, events: 2 }]);
     for (const mart of ['mart_site_activity', 'mart_site_activity_monthly', 'mart_recruitment_funnel', 'mart_open_referrals']) {
-      const names = await wh.all(`select distinct site_id, site_name, mapped_sponsor_site_id as sponsor from main.${mart} order by site_id`);
+      const names = await wh.all(
+        `select distinct site_id, site_name, mapped_sponsor_site_id as sponsor from main.${mart} order by site_id`,
+      );
       const want = [
         { site_id: 'X1', site_name: 'Northside, trial T9', sponsor: 'SP-T9-1' },
         { site_id: 'X2', site_name: null, sponsor: null },

@@ -99,7 +99,12 @@ describe('dbt build equals the runner', () => {
         night = sim.slice(cut).map((e, i) => (i % 3 === 0 ? { ...e, stream_id: 'stream-night', stream_position: i / 3 + 1 } : e));
         night = night.map((e) => ({ ...e, extracted_at: '2026-06-02T00:00:00.000Z' }));
         for (let i = 0; i < 40; i += 1) {
-          night.push({ ...sim[i * 7]!, stream_id: 'stream-sim', stream_position: sim.length + i + 1, extracted_at: '2026-06-02T00:00:00.000Z' });
+          night.push({
+            ...sim[i * 7]!,
+            stream_id: 'stream-sim',
+            stream_position: sim.length + i + 1,
+            extracted_at: '2026-06-02T00:00:00.000Z',
+          });
         }
       } finally {
         await api.close();
@@ -125,36 +130,50 @@ describe('dbt build equals the runner', () => {
     const names = [...built.seeds.map((s) => s.name), ...built.models.map((m) => m.name)];
     expect(names.length).toBeGreaterThan(20);
     // the recruitment teams' views, the site names and their dq model are compared too
-    expect(names).toEqual(expect.arrayContaining(['seed_site_names', 'int_site_names', 'int_patient_activities', 'mart_site_activity', 'mart_site_activity_monthly', 'mart_open_referrals', 'dq_unmapped_sites']));
+    expect(names).toEqual(
+      expect.arrayContaining([
+        'seed_site_names',
+        'int_site_names',
+        'int_patient_activities',
+        'mart_site_activity',
+        'mart_site_activity_monthly',
+        'mart_open_referrals',
+        'dq_unmapped_sites',
+      ]),
+    );
     expect(await differences(names)).toEqual({});
   });
 
-  test('after a night, the incremental runner and an incremental dbt run build the same tables', async () => {
-    expect(dbt.status).toBe(0);
-    for (const db of [runnerDb, dbtDb]) {
-      const wh = await Warehouse.open(db, { threads: 2 });
+  test(
+    'after a night, the incremental runner and an incremental dbt run build the same tables',
+    async () => {
+      expect(dbt.status).toBe(0);
+      for (const db of [runnerDb, dbtDb]) {
+        const wh = await Warehouse.open(db, { threads: 2 });
+        try {
+          for (let i = 0; i < night.length; i += 500) await wh.run(insertRawEventsSql(night.slice(i, i + 500)));
+          // dbt's on-run-end hook stored the watermark of its build, as the runner did
+          const [w] = await wh.all<{ n: bigint }>(`select count(*) as n from etl.transform_watermarks`);
+          expect(w?.n, db).toBe(3n);
+        } finally {
+          await wh.close();
+        }
+      }
+      const wh = await Warehouse.open(runnerDb, { threads: 2 });
+      let again: TransformResult;
       try {
-        for (let i = 0; i < night.length; i += 500) await wh.run(insertRawEventsSql(night.slice(i, i + 500)));
-        // dbt's on-run-end hook stored the watermark of its build, as the runner did
-        const [w] = await wh.all<{ n: bigint }>(`select count(*) as n from etl.transform_watermarks`);
-        expect(w?.n, db).toBe(3n);
+        again = await runTransform(wh);
+        await wh.checkpoint();
       } finally {
         await wh.close();
       }
-    }
-    const wh = await Warehouse.open(runnerDb, { threads: 2 });
-    let again: TransformResult;
-    try {
-      again = await runTransform(wh);
-      await wh.checkpoint();
-    } finally {
-      await wh.close();
-    }
-    expect(again.mode).toBe('incremental');
-    expect(again.newDeliveries).toBe(night.length);
-    const run = dbtRun('run');
-    expect(run.status, `${run.stdout}\n${run.stderr}`).toBe(0);
-    const names = [...again.seeds.map((s) => s.name), ...again.models.map((m) => m.name)].filter((n) => !n.startsWith('int_delta_'));
-    expect(await differences(names)).toEqual({});
-  }, DBT_TIMEOUT_MS);
+      expect(again.mode).toBe('incremental');
+      expect(again.newDeliveries).toBe(night.length);
+      const run = dbtRun('run');
+      expect(run.status, `${run.stdout}\n${run.stderr}`).toBe(0);
+      const names = [...again.seeds.map((s) => s.name), ...again.models.map((m) => m.name)].filter((n) => !n.startsWith('int_delta_'));
+      expect(await differences(names)).toEqual({});
+    },
+    DBT_TIMEOUT_MS,
+  );
 });

@@ -38,12 +38,31 @@ function plusMinute(iso: string): string {
 }
 
 /** A created event (`createdTime` + 1 min published unless given). */
-export function created(id: string, trial: string, subject: string, site: string, referral: string, createdTime: string, status = 'potentialCandidate', type = 'v1.patient.created', extra: Record<string, unknown> = {}, published?: string): Ev {
+export function created(
+  id: string,
+  trial: string,
+  subject: string,
+  site: string,
+  referral: string,
+  createdTime: string,
+  status = 'potentialCandidate',
+  type = 'v1.patient.created',
+  extra: Record<string, unknown> = {},
+  published?: string,
+): Ev {
   return {
     event_id: id,
     event_type: type,
     published_time: published ?? plusMinute(createdTime),
-    message: { referralReceivedTime: referral, createdTime, siteId: site, trialId: trial, referralSubjectId: subject, patientStatus: status, ...extra },
+    message: {
+      referralReceivedTime: referral,
+      createdTime,
+      siteId: site,
+      trialId: trial,
+      referralSubjectId: subject,
+      patientStatus: status,
+      ...extra,
+    },
   };
 }
 
@@ -59,7 +78,15 @@ export function ack(id: string, trial: string, subject: string, site: string, at
 }
 
 /** A statusChanged event; `at` undefined leaves out statusChangedTime (an invalid event). */
-export function status(id: string, trial: string, subject: string, site: string, value: string, at: string | undefined, published?: string): Ev {
+export function status(
+  id: string,
+  trial: string,
+  subject: string,
+  site: string,
+  value: string,
+  at: string | undefined,
+  published?: string,
+): Ev {
   const message: Record<string, unknown> = { siteId: site, trialId: trial, referralSubjectId: subject, patientStatus: value };
   if (at !== undefined) message['statusChangedTime'] = at;
   return {
@@ -71,12 +98,30 @@ export function status(id: string, trial: string, subject: string, site: string,
 }
 
 /** A contact-attempt event under either spelling. */
-export function attempt(id: string, type: 'v1.contactAttempt.created' | 'v1.patient.contactAttempt.created', trial: string, subject: string, site: string, attemptId: string, date: string, createdTime: string, outcomes: string[]): Ev {
+export function attempt(
+  id: string,
+  type: 'v1.contactAttempt.created' | 'v1.patient.contactAttempt.created',
+  trial: string,
+  subject: string,
+  site: string,
+  attemptId: string,
+  date: string,
+  createdTime: string,
+  outcomes: string[],
+): Ev {
   return {
     event_id: id,
     event_type: type,
     published_time: plusMinute(createdTime),
-    message: { createdTime, contactAttemptDate: date, siteId: site, trialId: trial, referralSubjectId: subject, contactAttemptId: attemptId, contactAttemptOutcomes: outcomes },
+    message: {
+      createdTime,
+      contactAttemptDate: date,
+      siteId: site,
+      trialId: trial,
+      referralSubjectId: subject,
+      contactAttemptId: attemptId,
+      contactAttemptOutcomes: outcomes,
+    },
   };
 }
 
@@ -85,7 +130,9 @@ const PCA = 'v1.patient.contactAttempt.created' as const;
 
 /** Stream A, created first: positions 1..28. */
 const streamA: Ev[] = [
-  created('e01', 'T1', 'p1', 'S1', '2024-01-01T09:00:00.000Z', '2024-01-01T10:00:00.000Z', 'potentialCandidate', 'v1.patient.created', { sponsorSiteId: 'SP-1' }),
+  created('e01', 'T1', 'p1', 'S1', '2024-01-01T09:00:00.000Z', '2024-01-01T10:00:00.000Z', 'potentialCandidate', 'v1.patient.created', {
+    sponsorSiteId: 'SP-1',
+  }),
   ack('e02', 'T1', 'p1', 'S1', '2024-01-01T20:00:00.000Z'),
   created('e03', 'T1', 'p2', 'S1', '2024-01-02T07:30:00.000Z', '2024-01-02T08:00:00.000Z'),
   attempt('e04', CA, 'T1', 'p1', 'S1', 'A1', '2024-01-02', '2024-01-02T15:00:00.000Z', ['noAnswer']),
@@ -123,8 +170,30 @@ const streamA: Ev[] = [
 /** Stream B, created later (a new filter): a re-delivery of e25 and the v2 backfill. */
 const streamB: Ev[] = [
   streamA[24] as Ev,
-  created('e29', 'T1', 'p1', 'S1', '2024-01-01T09:00:00.000Z', '2024-01-01T10:00:00.000Z', 'potentialCandidate', 'v2.patient.created', { referralSource: 'web', sponsorSiteId: 'SP-1' }, '2024-03-02T00:00:00.000Z'),
-  created('e30', 'T1', 'p2', 'S1', '2024-01-02T07:30:00.000Z', '2024-01-02T08:00:00.000Z', 'potentialCandidate', 'v2.patient.created', { referralSource: 'partner' }, '2024-03-02T00:00:01.000Z'),
+  created(
+    'e29',
+    'T1',
+    'p1',
+    'S1',
+    '2024-01-01T09:00:00.000Z',
+    '2024-01-01T10:00:00.000Z',
+    'potentialCandidate',
+    'v2.patient.created',
+    { referralSource: 'web', sponsorSiteId: 'SP-1' },
+    '2024-03-02T00:00:00.000Z',
+  ),
+  created(
+    'e30',
+    'T1',
+    'p2',
+    'S1',
+    '2024-01-02T07:30:00.000Z',
+    '2024-01-02T08:00:00.000Z',
+    'potentialCandidate',
+    'v2.patient.created',
+    { referralSource: 'partner' },
+    '2024-03-02T00:00:01.000Z',
+  ),
 ];
 
 /** Every row of the fixture, in stream order. */

@@ -73,13 +73,17 @@ describe('models: invariants on the fixture', () => {
   });
 
   test('staging has every delivery; int_events_deduplicated keeps one row per event id (duplicate delivery across streams) and no unknown type', async () => {
-    const deliveries = await wh.all<{ stream_id: string }>(`select stream_id from main.stg_events where event_id = 'e25' order by stream_id`);
+    const deliveries = await wh.all<{ stream_id: string }>(
+      `select stream_id from main.stg_events where event_id = 'e25' order by stream_id`,
+    );
     expect(deliveries).toEqual([{ stream_id: 'stream-a' }, { stream_id: 'stream-b' }]);
     const rows = await wh.all<{ event_id: string; stream_id: string; delivery_count: bigint }>(
       `select event_id, stream_id, delivery_count from main.int_events_deduplicated where event_id = 'e25'`,
     );
     expect(rows).toEqual([{ event_id: 'e25', stream_id: 'stream-a', delivery_count: 2n }]);
-    const unknown = await wh.all(`select * from main.int_events_deduplicated where event_type = 'v1.patient.subjectIdUpdated' and is_known_type`);
+    const unknown = await wh.all(
+      `select * from main.int_events_deduplicated where event_type = 'v1.patient.subjectIdUpdated' and is_known_type`,
+    );
     expect(unknown).toEqual([]);
   });
 
@@ -101,7 +105,11 @@ describe('models: invariants on the fixture', () => {
       /(?<![\w.])(?:\w+\.)?(?<!website_)site_id\s*=\s*(?:\w+\.)?website_site_id/.test(text);
     const files = listModelFiles(MODELS_DIR);
     // Not vacuous: every layer's files are read, some of them name website_site_id, and the check sees such a join.
-    for (const layer of ['staging', 'intermediate', 'marts', 'dq']) expect(files.some((f) => f.includes(`/${layer}/`)), layer).toBe(true);
+    for (const layer of ['staging', 'intermediate', 'marts', 'dq'])
+      expect(
+        files.some((f) => f.includes(`/${layer}/`)),
+        layer,
+      ).toBe(true);
     expect(files.filter((f) => readFileSync(f, 'utf8').includes('website_site_id')).length).toBeGreaterThan(0);
     expect(joinsNamespaces('join s on s.website_site_id = e.site_id')).toBe(true);
     expect(joinsNamespaces('join s on e.site_id = s.website_site_id')).toBe(true);
@@ -132,7 +140,9 @@ describe('times no model can compute with (every transform failed, for good, on 
   test('are no usable time (outside 1900–2199): every model builds and reads, and the events are invalid', async () => {
     const tables = await wh.all<{ name: string }>("select table_name as name from information_schema.tables where table_schema = 'main'");
     for (const { name } of tables) await wh.all(`select * from main."${name}"`);
-    const invalid = await wh.all<{ event_id: string }>("select event_id from main.dq_invalid_events where event_id like 'h%' order by event_id");
+    const invalid = await wh.all<{ event_id: string }>(
+      "select event_id from main.dq_invalid_events where event_id like 'h%' order by event_id",
+    );
     expect(invalid.map((r) => r.event_id)).toEqual(HOSTILE.flatMap((_, i) => [`ha${i}`, `hc${i}`, `hs${i}`]).sort());
   });
 });

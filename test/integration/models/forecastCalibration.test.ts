@@ -36,13 +36,19 @@ interface TrialRow {
   target_day: number;
 }
 
-const state: { wh?: Warehouse; trials: Map<string, WorldTrial>; rows: TrialRow[]; cleanup?: () => void; ms: number } = { trials: new Map(), rows: [], ms: 0 };
+const state: { wh?: Warehouse; trials: Map<string, WorldTrial>; rows: TrialRow[]; cleanup?: () => void; ms: number } = {
+  trials: new Map(),
+  rows: [],
+  ms: 0,
+};
 
 /** Load the world's patients and targets as the models' input tables, then build the forecast models. */
 async function buildForecast(wh: Warehouse, dir: string): Promise<number> {
   const { trials, patients } = forecastWorld(SEED, TRIALS);
   for (const t of trials) state.trials.set(t.trial, t);
-  const csv = patients.map((p) => `${p.trial},${p.site},${p.referralDay},${p.enrolledDay !== null && p.enrolledDay <= 0 ? p.enrolledDay : ''}`);
+  const csv = patients.map(
+    (p) => `${p.trial},${p.site},${p.referralDay},${p.enrolledDay !== null && p.enrolledDay <= 0 ? p.enrolledDay : ''}`,
+  );
   writeFileSync(join(dir, 'patients.csv'), `trial_id,site_id,referral_day,enrolled_day\n${csv.join('\n')}\n`);
   await wh.run(`create table int_patient_funnel as
     select trial_id, site_id, false as is_orphan,
@@ -163,7 +169,9 @@ describe('enrolment forecast calibration (300 synthetic Poisson-gamma trials)', 
   });
 
   it('gives a probability of meeting the target date that agrees with the date percentiles and is calibrated', () => {
-    const bins = [0, 0.2, 0.4, 0.6, 0.8, 1.0001].slice(0, -1).map((lo, i, all) => ({ lo, hi: all[i + 1] ?? 1.0001, p: [] as number[], met: [] as boolean[] }));
+    const bins = [0, 0.2, 0.4, 0.6, 0.8, 1.0001]
+      .slice(0, -1)
+      .map((lo, i, all) => ({ lo, hi: all[i + 1] ?? 1.0001, p: [] as number[], met: [] as boolean[] }));
     for (const r of state.rows) {
       expect(r.probability).not.toBeNull();
       const p = r.probability!;
@@ -174,8 +182,13 @@ describe('enrolment forecast calibration (300 synthetic Poisson-gamma trials)', 
       bin.p.push(p);
       bin.met.push(reachedDay(state.trials.get(r.trial_id)!) < r.target_day + 1);
     }
-    const brier = state.rows.reduce((s, r) => s + (r.probability! - (reachedDay(state.trials.get(r.trial_id)!) < r.target_day + 1 ? 1 : 0)) ** 2, 0) / state.rows.length;
-    const table = bins.map((b) => `${b.lo.toFixed(1)}-${Math.min(b.hi, 1).toFixed(1)}: n=${b.p.length} mean p=${(b.p.reduce((a, x) => a + x, 0) / b.p.length).toFixed(2)} met=${share(b.met).toFixed(2)}`);
+    const brier =
+      state.rows.reduce((s, r) => s + (r.probability! - (reachedDay(state.trials.get(r.trial_id)!) < r.target_day + 1 ? 1 : 0)) ** 2, 0) /
+      state.rows.length;
+    const table = bins.map(
+      (b) =>
+        `${b.lo.toFixed(1)}-${Math.min(b.hi, 1).toFixed(1)}: n=${b.p.length} mean p=${(b.p.reduce((a, x) => a + x, 0) / b.p.length).toFixed(2)} met=${share(b.met).toFixed(2)}`,
+    );
     console.info(`probability by bin: ${table.join('; ')}; Brier ${brier.toFixed(3)}`);
     for (const b of bins.filter((x) => x.p.length >= 20)) {
       const meanP = b.p.reduce((a, x) => a + x, 0) / b.p.length;
@@ -193,20 +206,23 @@ describe('enrolment forecast calibration (300 synthetic Poisson-gamma trials)', 
     // plug-in negative binomial: the model at its single most likely (alpha, beta)
     const plugInNb = await naiveCoverage(`select trial_id, total_rate_shape as shape, total_rate_rate as rate
       from int_enrolment_forecast_grid qualify row_number() over (partition by trial_id order by log_likelihood desc) = 1`);
-    const f = (c: { inside: number; below: number; above: number }): string => `inside ${c.inside.toFixed(3)}, below ${c.below.toFixed(3)}, above ${c.above.toFixed(3)}`;
+    const f = (c: { inside: number; below: number; above: number }): string =>
+      `inside ${c.inside.toFixed(3)}, below ${c.below.toFixed(3)}, above ${c.above.toFixed(3)}`;
     console.info(`plug-in Poisson: ${f(poisson)}; with the fit's exposure: ${f(poissonFit)}; plug-in negative binomial: ${f(plugInNb)}`);
     expect(poisson.inside < 0.72 || poisson.below > 0.16 || poisson.above > 0.16).toBe(true);
     // the plug-in Poisson's target date (model exposure): Gamma(remaining, total rate), by Wilson-Hilferty
     const rates = await state.wh!.all<{ trial_id: string; rate: number }>(
       `select trial_id, sum(enrolled_to_date / fit_exposure_days) as rate from int_enrolment_forecast_sites group by trial_id`,
     );
-    const dateInside = share(rates.map((r) => {
-      const t = state.trials.get(r.trial_id)!;
-      const n = t.target - t.enrolledToDate;
-      const q = (z: number): number => dayOf((n / r.rate) * Math.pow(1 - 1 / (9 * n) + z / (3 * Math.sqrt(n)), 3));
-      const day = dayOf(reachedDay(t));
-      return day >= q(-1.2815515655) && day <= q(1.2815515655);
-    }));
+    const dateInside = share(
+      rates.map((r) => {
+        const t = state.trials.get(r.trial_id)!;
+        const n = t.target - t.enrolledToDate;
+        const q = (z: number): number => dayOf((n / r.rate) * Math.pow(1 - 1 / (9 * n) + z / (3 * Math.sqrt(n)), 3));
+        const day = dayOf(reachedDay(t));
+        return day >= q(-1.2815515655) && day <= q(1.2815515655);
+      }),
+    );
     console.info(`plug-in Poisson (model exposure) target date: inside ${dateInside.toFixed(3)}`);
     expect(dateInside).toBeLessThan(0.7);
   });

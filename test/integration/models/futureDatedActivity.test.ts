@@ -25,8 +25,22 @@ function rows(events: readonly Ev[]): RawEventRow[] {
 
 /** q1's attempt typed as 2062 (sent in 2024), and a referral at a new site X3 typed as 2062. */
 const TYPOS: Ev[] = [
-  { ...attempt('f01', CA, 'T9', 'q1', 'X1', 'C1c', '2062-03-20', '2062-03-20T10:00:00Z', ['noAnswer']), published_time: '2024-03-18T12:00:00Z' },
-  created('f02', 'T9', 'q8', 'X3', '2062-03-05T10:00:00Z', '2062-03-05T10:00:00Z', 'potentialCandidate', 'v1.patient.created', {}, '2024-03-18T12:00:00Z'),
+  {
+    ...attempt('f01', CA, 'T9', 'q1', 'X1', 'C1c', '2062-03-20', '2062-03-20T10:00:00Z', ['noAnswer']),
+    published_time: '2024-03-18T12:00:00Z',
+  },
+  created(
+    'f02',
+    'T9',
+    'q8',
+    'X3',
+    '2062-03-05T10:00:00Z',
+    '2062-03-05T10:00:00Z',
+    'potentialCandidate',
+    'v1.patient.created',
+    {},
+    '2024-03-18T12:00:00Z',
+  ),
 ];
 
 const WEEKLY = `select site_id, activity_week::varchar as period, referrals_received::int as ref, contact_attempts::int as ca, is_complete_week as complete
@@ -40,7 +54,10 @@ describe('future-dated events in the site-activity marts (a 2062 typo added 1,87
   beforeAll(async () => {
     clean = await Warehouse.open(':memory:', { threads: 1 });
     typo = await Warehouse.open(':memory:', { threads: 1 });
-    for (const [wh, events] of [[clean, EVENTS], [typo, [...EVENTS, ...TYPOS]]] as const) {
+    for (const [wh, events] of [
+      [clean, EVENTS],
+      [typo, [...EVENTS, ...TYPOS]],
+    ] as const) {
       await wh.migrate();
       await wh.run(insertRawEventsSql(rows(events)));
       await runTransform(wh);
@@ -57,7 +74,10 @@ describe('future-dated events in the site-activity marts (a 2062 typo added 1,87
     expect(await typo.one<{ n: number }>('select count(*)::int as n from main.dq_future_dated_events')).toEqual({ n: 2 });
   });
 
-  for (const [name, sql, x1, x3] of [['weekly', WEEKLY, '2062-03-20', '2062-02-27'], ['monthly', MONTHLY, '2062-03-01', '2062-03-01']] as const) {
+  for (const [name, sql, x1, x3] of [
+    ['weekly', WEEKLY, '2062-03-20', '2062-02-27'],
+    ['monthly', MONTHLY, '2062-03-01', '2062-03-01'],
+  ] as const) {
     test(`${name}: dense up to as_of_at's period as before, then one row per period with activity`, async () => {
       const before = await clean.all<{ period: string }>(sql);
       const after = await typo.all<{ site_id: string; period: string }>(sql);
@@ -76,7 +96,9 @@ describe('future-dated events in the site-activity marts (a 2062 typo added 1,87
     );
     expect(want).toEqual({ ca: 3, ref: 3 });
     for (const model of ['mart_site_activity', 'mart_site_activity_monthly']) {
-      const r = await typo.one<{ ca: number; ref: number }>(`select sum(contact_attempts)::int as ca, sum(referrals_received)::int as ref from main.${model}`);
+      const r = await typo.one<{ ca: number; ref: number }>(
+        `select sum(contact_attempts)::int as ca, sum(referrals_received)::int as ref from main.${model}`,
+      );
       expect(r, model).toEqual(want);
     }
   });

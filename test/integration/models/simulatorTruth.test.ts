@@ -61,13 +61,25 @@ describe('models against the simulator ground truth', () => {
 
   test('every edge case of the truth is present and flagged', async () => {
     const cases = new Set(api.truth.patients.flatMap((p) => p.edgeCases));
-    for (const c of ['late-status', 'regression', 'repeated-status', 'orphan', 'unknown-status', 'unknown-outcome', 'both-spellings', 'duplicate-delivery', 'several-sites']) {
+    for (const c of [
+      'late-status',
+      'regression',
+      'repeated-status',
+      'orphan',
+      'unknown-status',
+      'unknown-outcome',
+      'both-spellings',
+      'duplicate-delivery',
+      'several-sites',
+    ]) {
       expect(cases.has(c as never), c).toBe(true);
     }
     const flags = new Map(
-      (await wh.all<{ k: string; orphan: boolean; backfilled: boolean; unmapped: boolean }>(
-        `select trial_id || '/' || referral_subject_id as k, is_orphan as orphan, has_backfilled_events as backfilled, has_unmapped_status as unmapped from main.fct_patient_funnel`,
-      )).map((r) => [r.k, r]),
+      (
+        await wh.all<{ k: string; orphan: boolean; backfilled: boolean; unmapped: boolean }>(
+          `select trial_id || '/' || referral_subject_id as k, is_orphan as orphan, has_backfilled_events as backfilled, has_unmapped_status as unmapped from main.fct_patient_funnel`,
+        )
+      ).map((r) => [r.k, r]),
     );
     for (const p of api.truth.patients) {
       const f = flags.get(`${p.trialId}/${p.referralSubjectId}`)!;

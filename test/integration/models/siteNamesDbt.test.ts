@@ -28,9 +28,18 @@ describe('site names survive dbt: run → dbt build → run', { timeout: 15 * 60
   let tmp: ReturnType<typeof tempDir>;
   const db = (): string => join(tmp.dir, 'warehouse.duckdb');
   const run = (): Promise<CliResult> =>
-    runCli(['run'], envFor(api, db(), { RECRUIT_ETL_EXPORT_DIR: join(tmp.dir, 'exports'), RECRUIT_ETL_SITE_NAMES: SITE_NAMES, RECRUIT_ETL_TRIAL_TARGETS: TRIAL_TARGETS, RECRUIT_ETL_LOG_LEVEL: 'warn' }), {
-      timeoutMs: RUN_TIMEOUT_MS,
-    });
+    runCli(
+      ['run'],
+      envFor(api, db(), {
+        RECRUIT_ETL_EXPORT_DIR: join(tmp.dir, 'exports'),
+        RECRUIT_ETL_SITE_NAMES: SITE_NAMES,
+        RECRUIT_ETL_TRIAL_TARGETS: TRIAL_TARGETS,
+        RECRUIT_ETL_LOG_LEVEL: 'warn',
+      }),
+      {
+        timeoutMs: RUN_TIMEOUT_MS,
+      },
+    );
   const ok = (r: CliResult): void => {
     expect(r.code, `exit ${r.code} ${r.signal ?? ''}\n${r.stderr}\n${r.stdout.slice(-3000)}`).toBe(0);
   };
@@ -39,9 +48,13 @@ describe('site names survive dbt: run → dbt build → run', { timeout: 15 * 60
     const wh = await Warehouse.open(db(), { readOnly: true });
     try {
       const seed = Number((await wh.one<{ n: bigint }>('select count(*) as n from main.seed_site_names'))?.n);
-      const named = Number((await wh.one<{ n: bigint }>('select count(*) as n from main.mart_recruitment_funnel where site_name is not null'))?.n);
+      const named = Number(
+        (await wh.one<{ n: bigint }>('select count(*) as n from main.mart_recruitment_funnel where site_name is not null'))?.n,
+      );
       const targets = Number((await wh.one<{ n: bigint }>('select count(*) as n from main.seed_trial_targets'))?.n);
-      const targeted = Number((await wh.one<{ n: bigint }>('select count(*) as n from main.mart_enrolment_forecast where enrolment_target is not null'))?.n);
+      const targeted = Number(
+        (await wh.one<{ n: bigint }>('select count(*) as n from main.mart_enrolment_forecast where enrolment_target is not null'))?.n,
+      );
       return { seed, named, targets, targeted };
     } finally {
       await wh.close();

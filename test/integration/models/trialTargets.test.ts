@@ -42,7 +42,15 @@ describe("enrolment targets from the operator's CSV (--trial-targets)", () => {
     const trials = (await forecast()).map((r) => ({ id: r['trial_id'] as string, enrolled: r['enrolled'] as number }));
     const file = join(tmp.dir, 'targets.csv');
     // the first trial already reached its target; the second has one far ahead without a date
-    writeFileSync(file, ['notes,target_date,enrolment_target,trial_id', `reached,2026-01-31,${trials[0]!.enrolled},${trials[0]!.id}`, `ahead,,${trials[1]!.enrolled + 40},"${trials[1]!.id}"`, ''].join('\n'));
+    writeFileSync(
+      file,
+      [
+        'notes,target_date,enrolment_target,trial_id',
+        `reached,2026-01-31,${trials[0]!.enrolled},${trials[0]!.id}`,
+        `ahead,,${trials[1]!.enrolled + 40},"${trials[1]!.id}"`,
+        '',
+      ].join('\n'),
+    );
     const result = await runTransform(wh, { trialTargets: file });
     expect(result.fullReason).toBe('models or seeds changed');
     const [reached, ahead] = await forecast();
@@ -59,7 +67,10 @@ describe("enrolment targets from the operator's CSV (--trial-targets)", () => {
 
   test.each([
     ['trial_id,enrolment_target,target_date\nT1,12,2026-02-30\n', 'line 2, column target_date: not empty and not a date YYYY-MM-DD'],
-    ['trial_id,enrolment_target,target_date\nT1,12,\nT2,1.5,\n', 'line 3, column enrolment_target: not a whole number from 1 to 1000000000'],
+    [
+      'trial_id,enrolment_target,target_date\nT1,12,\nT2,1.5,\n',
+      'line 3, column enrolment_target: not a whole number from 1 to 1000000000',
+    ],
     ['trial_id,enrolment_target,target_date\nT1,0,\n', 'line 2, column enrolment_target: not a whole number from 1 to 1000000000'],
     ['trial_id,enrolment_target,target_date\n\nT1,3,\nT1,4,\n', 'line 4, column trial_id: the trial is already on line 3'],
     ['trial_id,enrolment_target,target_date\n,3,\n', 'line 2, column trial_id: empty'],
@@ -76,10 +87,14 @@ describe("enrolment targets from the operator's CSV (--trial-targets)", () => {
     const err = await runTransform(wh, { trialTargets: file }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ConfigError);
     expect((err as ConfigError).exitCode).toBe(2);
-    expect((err as Error).message).toBe(`--trial-targets ${file}: line 2, column enrolment_target: not a whole number from 1 to 1000000000`);
+    expect((err as Error).message).toBe(
+      `--trial-targets ${file}: line 2, column enrolment_target: not a whole number from 1 to 1000000000`,
+    );
     const missing = join(tmp.dir, 'short.csv');
     writeFileSync(missing, 'trial_id,enrolment_target\nT1,3\n');
-    await expect(runTransform(wh, { trialTargets: missing })).rejects.toThrow(`--trial-targets ${missing}: the header lacks column(s) target_date`);
+    await expect(runTransform(wh, { trialTargets: missing })).rejects.toThrow(
+      `--trial-targets ${missing}: the header lacks column(s) target_date`,
+    );
     expect(await forecast()).toEqual(before);
   });
 });

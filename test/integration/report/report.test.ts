@@ -31,7 +31,12 @@ function trialSection(page: string, escapedTrialId: string): string {
 
 /** The numbers in `data-value` of the funnel rows, by stage. */
 function funnelValues(section: string): Record<string, number> {
-  return Object.fromEntries([...section.matchAll(/<tr data-funnel-stage="([a-z_]+)">\s*<td>[^<]*<\/td><td class="n" data-value="(\d+)"/g)].map((m) => [m[1]!, Number(m[2])]));
+  return Object.fromEntries(
+    [...section.matchAll(/<tr data-funnel-stage="([a-z_]+)">\s*<td>[^<]*<\/td><td class="n" data-value="(\d+)"/g)].map((m) => [
+      m[1]!,
+      Number(m[2]),
+    ]),
+  );
 }
 
 /** Checks every report must pass: a single document that loads nothing and runs nothing. */
@@ -42,7 +47,8 @@ function expectSelfContained(page: string): void {
   // The elements and attributes of the page (quoted values blanked: escaped data in them is text).
   const tags = [...page.replace(/"[^"]*"/g, '""').matchAll(/<([a-zA-Z][\w:-]*)([^<>]*)>/g)];
   const names = new Set(tags.map((t) => t[1]!.toLowerCase()));
-  for (const bad of ['script', 'link', 'img', 'image', 'iframe', 'object', 'embed', 'base', 'form', 'foreignobject', 'use']) expect(names.has(bad), bad).toBe(false);
+  for (const bad of ['script', 'link', 'img', 'image', 'iframe', 'object', 'embed', 'base', 'form', 'foreignobject', 'use'])
+    expect(names.has(bad), bad).toBe(false);
   for (const t of tags) expect(t[2]).not.toMatch(/\s(src|srcset|on[a-z]+)\s*=/i);
   expect(page).not.toMatch(/@import|url\((?!#)/i);
   // Every link is an anchor of the page; the only absolute URLs are SVG namespaces.
@@ -54,7 +60,11 @@ function expectSelfContained(page: string): void {
  * A report written for the warehouse built from `rows` (in memory), for one `describe`:
  * `wh` and `page` are set by its `beforeAll`, closed and removed by its `afterAll`.
  */
-function reportOn(rows: () => Promise<RawEventRow[]> | RawEventRow[], worklistRows: number, siteNames?: (dir: string) => string): { wh: Warehouse; page: string } {
+function reportOn(
+  rows: () => Promise<RawEventRow[]> | RawEventRow[],
+  worklistRows: number,
+  siteNames?: (dir: string) => string,
+): { wh: Warehouse; page: string } {
   const tmp = tempDir('recruit-etl-report-');
   const state = {} as { wh: Warehouse; page: string };
   beforeAll(async () => {
@@ -76,7 +86,10 @@ describe('report on a demo-like warehouse', () => {
   const exportDir = join(tmp.dir, 'exports');
 
   beforeAll(async () => {
-    wh = await builtWarehouse(join(tmp.dir, 'warehouse.duckdb'), await simulatorRows({ seed: 7, trials: 2, sitesPerTrial: 4, patientsPerTrial: 150 }));
+    wh = await builtWarehouse(
+      join(tmp.dir, 'warehouse.duckdb'),
+      await simulatorRows({ seed: 7, trials: 2, sitesPerTrial: 4, patientsPerTrial: 150 }),
+    );
     const result = await writeReport({ wh, exportDir, worklistRows: 3, runId: 'test-run' });
     expect(result.path).toBe(join(exportDir, REPORT_FILE));
     expect(result.trials).toBe(2);
@@ -95,11 +108,19 @@ describe('report on a demo-like warehouse', () => {
   });
 
   test('every section for each trial, and the data-quality panel', async () => {
-    const trials = (await wh.all<{ t: string }>('select distinct trial_id as t from main.mart_recruitment_funnel order by 1')).map((r) => r.t);
+    const trials = (await wh.all<{ t: string }>('select distinct trial_id as t from main.mart_recruitment_funnel order by 1')).map(
+      (r) => r.t,
+    );
     expect(trials).toEqual(['TRIAL-001', 'TRIAL-002']);
     for (const t of trials) {
       const s = trialSection(page, t);
-      for (const h of ['Funnel', 'Weekly activity per site', 'Time to acknowledgement and to first contact', 'Referral cohorts', 'Open referrals worklist']) {
+      for (const h of [
+        'Funnel',
+        'Weekly activity per site',
+        'Time to acknowledgement and to first contact',
+        'Referral cohorts',
+        'Open referrals worklist',
+      ]) {
         expect(s).toContain(`<h3>${h}</h3>`);
       }
       for (const c of ['funnel', 'weekly-referrals', 'weekly-enrolments', 'ack-shares', 'attempt-shares', 'ack-median', 'attempt-median']) {
@@ -117,7 +138,9 @@ describe('report on a demo-like warehouse', () => {
     );
     for (const row of mart) {
       const { trial_id, ...counts } = row;
-      expect(funnelValues(trialSection(page, String(trial_id)))).toEqual(Object.fromEntries(Object.entries(counts).map(([k, v]) => [k, Number(v)])));
+      expect(funnelValues(trialSection(page, String(trial_id)))).toEqual(
+        Object.fromEntries(Object.entries(counts).map(([k, v]) => [k, Number(v)])),
+      );
     }
   });
 
@@ -128,14 +151,26 @@ describe('report on a demo-like warehouse', () => {
     expect(mart.length).toBe(8);
     for (const r of mart) {
       const s = trialSection(page, r.trial_id);
-      const row = new RegExp(`<tr data-site="${r.site_id}">[\\s\\S]*?data-col="referrals_received">([\\d,]+)<[\\s\\S]*?data-col="enrolments">([\\d,]+)<`).exec(s);
+      const row = new RegExp(
+        `<tr data-site="${r.site_id}">[\\s\\S]*?data-col="referrals_received">([\\d,]+)<[\\s\\S]*?data-col="enrolments">([\\d,]+)<`,
+      ).exec(s);
       expect(row, r.site_id).not.toBeNull();
-      expect([Number(row![1]!.replaceAll(',', '')), Number(row![2]!.replaceAll(',', ''))]).toEqual([Number(r.referrals), Number(r.enrolments)]);
+      expect([Number(row![1]!.replaceAll(',', '')), Number(row![2]!.replaceAll(',', ''))]).toEqual([
+        Number(r.referrals),
+        Number(r.enrolments),
+      ]);
     }
   });
 
   test("the monthly pace is mart_site_activity_monthly's last three months", async () => {
-    const mart = await wh.all<{ trial_id: string; site_id: string; month: string; complete: boolean; referrals: bigint; enrolments: bigint }>(
+    const mart = await wh.all<{
+      trial_id: string;
+      site_id: string;
+      month: string;
+      complete: boolean;
+      referrals: bigint;
+      enrolments: bigint;
+    }>(
       `select trial_id, site_id, strftime(activity_month, '%Y-%m') as month, is_complete_month as complete, referrals_received as referrals, enrolments
        from main.mart_site_activity_monthly a
        where activity_month in (select distinct activity_month from main.mart_site_activity_monthly b where b.trial_id = a.trial_id order by 1 desc limit 3)
@@ -145,12 +180,17 @@ describe('report on a demo-like warehouse', () => {
       const s = trialSection(page, trial);
       const table = /<table class="monthly">[\s\S]*?<\/table>/.exec(s)![0];
       const rows = mart.filter((r) => r.trial_id === trial);
-      const heads = [...table.matchAll(/data-month="(\d{4}-\d{2})-01">([^<]*)(<span class="tag">partial<\/span>)?/g)].map((m) => [m[1], m[3] === undefined]);
+      const heads = [...table.matchAll(/data-month="(\d{4}-\d{2})-01">([^<]*)(<span class="tag">partial<\/span>)?/g)].map((m) => [
+        m[1],
+        m[3] === undefined,
+      ]);
       expect(heads).toEqual([...new Map(rows.map((r) => [r.month, r.complete])).entries()].sort());
       const cells = [...table.matchAll(/<tr data-site="([^"]+)">([\s\S]*?)<\/tr>/g)].flatMap((m) =>
         [...m[2]!.matchAll(/data-col="(referrals_received|enrolments)">([\d,]+)</g)].map((c) => `${m[1]} ${c[1]} ${c[2]}`),
       );
-      expect(cells).toEqual(rows.flatMap((r) => [`${r.site_id} referrals_received ${r.referrals}`, `${r.site_id} enrolments ${r.enrolments}`]));
+      expect(cells).toEqual(
+        rows.flatMap((r) => [`${r.site_id} referrals_received ${r.referrals}`, `${r.site_id} enrolments ${r.enrolments}`]),
+      );
     }
   });
 
@@ -160,7 +200,9 @@ describe('report on a demo-like warehouse', () => {
     );
     const shown = [...page.matchAll(/<tr><td class="n">(\d+)<\/td><td><code>([0-9a-f]{32})<\/code><\/td>/g)].map((m) => m[2]);
     expect(shown).toEqual(mart.map((r) => r.patient_key));
-    const counts = await wh.all<{ n: bigint }>('select count(*) as n from main.mart_open_referrals group by trial_id, site_id order by trial_id, site_id');
+    const counts = await wh.all<{ n: bigint }>(
+      'select count(*) as n from main.mart_open_referrals group by trial_id, site_id order by trial_id, site_id',
+    );
     const headings = [...page.matchAll(/· ([\d,]+) open/g)].map((m) => Number(m[1]!.replaceAll(',', '')));
     expect(headings).toEqual(counts.map((c) => Number(c.n)));
     // No referral subject id reaches the page (docs/security.md "The report").
@@ -172,11 +214,15 @@ describe('report on a demo-like warehouse', () => {
     const dq = await wh.all<{ check_name: string; issue_count: bigint }>('select check_name, issue_count from main.dq_summary order by 1');
     expect(dq.length).toBeGreaterThanOrEqual(10);
     for (const c of dq) expect(page).toMatch(new RegExp(`<tr data-check="${c.check_name}">[\\s\\S]*?data-value="${c.issue_count}"`));
-    const orphans = await wh.all<{ trial_id: string; n: bigint }>('select trial_id, count(*) as n from main.dq_orphan_events group by 1 order by 1');
+    const orphans = await wh.all<{ trial_id: string; n: bigint }>(
+      'select trial_id, count(*) as n from main.dq_orphan_events group by 1 order by 1',
+    );
     expect(orphans.length).toBeGreaterThan(0);
     // Per trial: every dq_ model of the catalog whose rows carry a trial_id, and only those.
     const data = await readReportData(wh, 3);
-    const withTrial = loadModelCatalog().models.filter((m) => m.layer === 'dq' && readFileSync(join(MODELS_DIR, m.file), 'utf8').includes('trial_id'));
+    const withTrial = loadModelCatalog().models.filter(
+      (m) => m.layer === 'dq' && readFileSync(join(MODELS_DIR, m.file), 'utf8').includes('trial_id'),
+    );
     for (const t of data.trials) expect(Object.keys(t.dq).sort()).toEqual(withTrial.map((m) => m.name).sort());
     const first = data.trials.find((t) => t.trialId === orphans[0]!.trial_id)!;
     expect(first.dq['dq_orphan_events']).toBe(Number(orphans[0]!.n));
@@ -219,7 +265,7 @@ const COHORT_EVENTS: Ev[] = [
 describe('report: right-censored cohorts are marked', () => {
   const built = reportOn(() => fixtureRows(COHORT_EVENTS), 10);
 
-  test("a week is marked exactly when the mart withholds one of its windowed measures", async () => {
+  test('a week is marked exactly when the mart withholds one of its windowed measures', async () => {
     const weeks = await built.wh.all<{ week: string; censored: boolean; e60: bigint | null }>(
       `select strftime(referral_week, '%Y-%m-%d') as week, sum(enrolled_within_60d_denominator) as e60,
          bool_or(acknowledged_within_72h_denominator is null or attempted_by_day_3_denominator is null
@@ -234,16 +280,25 @@ describe('report: right-censored cohorts are marked', () => {
     const section = trialSection(built.page, 'T9');
     for (const w of weeks) {
       if (w.censored) {
-        expect(section).toMatch(new RegExp(`<tr data-week="${w.week}" class="censored" data-censored="true">\\s*<td>${w.week} <span class="tag">window not complete</span>`));
+        expect(section).toMatch(
+          new RegExp(
+            `<tr data-week="${w.week}" class="censored" data-censored="true">\\s*<td>${w.week} <span class="tag">window not complete</span>`,
+          ),
+        );
       } else {
         expect(section).toMatch(new RegExp(`<tr data-week="${w.week}">\\s*<td>${w.week}</td>`));
       }
     }
     // the withheld cells, and only those, say so
     expect([...section.matchAll(/<td class="n censored" data-censored="true"/g)].length).toBe(
-      Number((await built.wh.one<{ n: bigint }>(`select count(*) filter (where a72 is null) + count(*) filter (where b3 is null) + count(*) filter (where s30 is null) + count(*) filter (where e60 is null) as n
+      Number(
+        (await built.wh.one<{
+          n: bigint;
+        }>(`select count(*) filter (where a72 is null) + count(*) filter (where b3 is null) + count(*) filter (where s30 is null) + count(*) filter (where e60 is null) as n
         from (select referral_week, sum(acknowledged_within_72h_denominator) as a72, sum(attempted_by_day_3_denominator) as b3,
-          sum(screening_within_30d_denominator) as s30, sum(enrolled_within_60d_denominator) as e60 from main.mart_recruitment_funnel group by 1)`))!.n),
+          sum(screening_within_30d_denominator) as s30, sum(enrolled_within_60d_denominator) as e60 from main.mart_recruitment_funnel group by 1)`))!
+          .n,
+      ),
     );
     expect(section).toContain('2 of 3 weeks');
     expectSelfContained(built.page);
@@ -254,7 +309,9 @@ describe('report: text from the data is escaped', () => {
   const built = reportOn(() => fixtureRows(HOSTILE_EVENTS), 10, hostileSiteNames);
 
   test('the marts hold the markup as sent', async () => {
-    const sites = await built.wh.all<{ site_id: string; site_name: string }>('select site_id, site_name from main.mart_open_referrals order by site_id');
+    const sites = await built.wh.all<{ site_id: string; site_name: string }>(
+      'select site_id, site_name from main.mart_open_referrals order by site_id',
+    );
     expect(sites).toEqual([
       { site_id: HOSTILE_SITE, site_name: HOSTILE_NAME },
       { site_id: 'S-2', site_name: HOSTILE_TRIAL },
@@ -274,7 +331,10 @@ describe('report: text from the data is escaped', () => {
     // Only the page's own <svg> elements, each a chart drawn by Vega.
     const svgs = [...built.page.matchAll(/<svg\b[^>]*>/g)].map((m) => m[0]);
     expect(svgs.length).toBeGreaterThan(0);
-    for (const s of svgs) expect(s).toMatch(/^<svg xmlns="http:\/\/www\.w3\.org\/2000\/svg" xmlns:xlink="http:\/\/www\.w3\.org\/1999\/xlink" version="1\.1" class="marks"/);
+    for (const s of svgs)
+      expect(s).toMatch(
+        /^<svg xmlns="http:\/\/www\.w3\.org\/2000\/svg" xmlns:xlink="http:\/\/www\.w3\.org\/1999\/xlink" version="1\.1" class="marks"/,
+      );
   });
 });
 
@@ -295,6 +355,8 @@ describe('report: many sites', () => {
     for (const s of sites.slice(9)) expect(texts.has(s.site_name ?? s.site_id), s.site_id).toBe(false);
     const sitesTable = /<table class="sites">[\s\S]*?<\/table>/.exec(built.page)![0];
     expect([...sitesTable.matchAll(/<tr data-site="/g)].length).toBe(12);
-    expect([...built.page.matchAll(/<h4 data-site="/g)].length).toBe(await built.wh.one<{ n: bigint }>('select count(distinct site_id) as n from main.mart_open_referrals').then((r) => Number(r!.n)));
+    expect([...built.page.matchAll(/<h4 data-site="/g)].length).toBe(
+      await built.wh.one<{ n: bigint }>('select count(distinct site_id) as n from main.mart_open_referrals').then((r) => Number(r!.n)),
+    );
   });
 });

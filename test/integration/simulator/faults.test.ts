@@ -1,11 +1,31 @@
 import { request as httpRequest } from 'node:http';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { reorderedJson } from '../../../packages/mock-api/src/hostileJson.js';
-import { badToken, DEFAULT_EVENT_TYPES, expectedEvents, parseFaultSpec, startMockApi, validateFaultRule, type FaultRule, type MockApi } from '../../../packages/mock-api/src/index.js';
+import {
+  badToken,
+  DEFAULT_EVENT_TYPES,
+  expectedEvents,
+  parseFaultSpec,
+  startMockApi,
+  validateFaultRule,
+  type FaultRule,
+  type MockApi,
+} from '../../../packages/mock-api/src/index.js';
 import { eventsUrl, getPage, getToken, type Page } from './helpers.js';
 
 /** A raw GET that reports what actually happened on the wire. */
-function rawGet(url: string, headers: Record<string, string>, timeoutMs = 3000): Promise<{ status?: number; headers?: Record<string, unknown>; bytes: number; body: string; outcome: 'end' | 'error' | 'aborted' | 'timeout'; error?: string }> {
+function rawGet(
+  url: string,
+  headers: Record<string, string>,
+  timeoutMs = 3000,
+): Promise<{
+  status?: number;
+  headers?: Record<string, unknown>;
+  bytes: number;
+  body: string;
+  outcome: 'end' | 'error' | 'aborted' | 'timeout';
+  error?: string;
+}> {
   return new Promise((resolve) => {
     let bytes = 0;
     const chunks: Buffer[] = [];
@@ -13,7 +33,13 @@ function rawGet(url: string, headers: Record<string, string>, timeoutMs = 3000):
     let resHeaders: Record<string, unknown> | undefined;
     const done = (outcome: 'end' | 'error' | 'aborted' | 'timeout', error?: string) => {
       clearTimeout(timer);
-      const out = { bytes, body: Buffer.concat(chunks).toString('utf8'), outcome, ...(status === undefined ? {} : { status }), ...(resHeaders ? { headers: resHeaders } : {}) };
+      const out = {
+        bytes,
+        body: Buffer.concat(chunks).toString('utf8'),
+        outcome,
+        ...(status === undefined ? {} : { status }),
+        ...(resHeaders ? { headers: resHeaders } : {}),
+      };
       resolve(error === undefined ? out : { ...out, error });
     };
     const req = httpRequest(url, { headers, agent: false }, (res) => {
@@ -57,7 +83,11 @@ describe('mock API faults (the fault tests of docs/contracts.md)', () => {
       await res.body?.cancel();
     }
     const page = await getPage(first, token);
-    expect(page.events.map((e) => e['id'])).toEqual(expectedEvents(api.truth, { trialIds: api.truth.trialIds, eventTypes: DEFAULT_EVENT_TYPES }).slice(0, 5).map((e) => e.id));
+    expect(page.events.map((e) => e['id'])).toEqual(
+      expectedEvents(api.truth, { trialIds: api.truth.trialIds, eventTypes: DEFAULT_EVENT_TYPES })
+        .slice(0, 5)
+        .map((e) => e.id),
+    );
     expect(api.faults.pending()).toEqual([]);
   });
 
@@ -186,16 +216,26 @@ describe('mock API faults (the fault tests of docs/contracts.md)', () => {
       api.faults.add(rule);
       return getPage(first, token);
     };
-    expect((await variant({ endpoint: 'events', kind: 'nextPage', variant: 'otherOrigin', url: 'http://127.0.0.1:9' })).pagination.nextPage).toBe(
-      `http://127.0.0.1:9${proper.pathname}${proper.search}`,
+    expect(
+      (await variant({ endpoint: 'events', kind: 'nextPage', variant: 'otherOrigin', url: 'http://127.0.0.1:9' })).pagination.nextPage,
+    ).toBe(`http://127.0.0.1:9${proper.pathname}${proper.search}`);
+    expect(
+      (await variant({ endpoint: 'events', kind: 'nextPage', variant: 'otherScheme' })).pagination.nextPage.startsWith('https://'),
+    ).toBe(true);
+    expect(new URL((await variant({ endpoint: 'events', kind: 'nextPage', variant: 'otherPort' })).pagination.nextPage).port).toBe(
+      String(Number(proper.port) + 1),
     );
-    expect((await variant({ endpoint: 'events', kind: 'nextPage', variant: 'otherScheme' })).pagination.nextPage.startsWith('https://')).toBe(true);
-    expect(new URL((await variant({ endpoint: 'events', kind: 'nextPage', variant: 'otherPort' })).pagination.nextPage).port).toBe(String(Number(proper.port) + 1));
-    expect(new URL((await variant({ endpoint: 'events', kind: 'nextPage', variant: 'userInfo' })).pagination.nextPage).username).toBe('user');
-    expect((await variant({ endpoint: 'events', kind: 'nextPage', variant: 'relative' })).pagination.nextPage.startsWith('/rpi/events?')).toBe(true);
+    expect(new URL((await variant({ endpoint: 'events', kind: 'nextPage', variant: 'userInfo' })).pagination.nextPage).username).toBe(
+      'user',
+    );
+    expect(
+      (await variant({ endpoint: 'events', kind: 'nextPage', variant: 'relative' })).pagination.nextPage.startsWith('/rpi/events?'),
+    ).toBe(true);
     const unchanged = await variant({ endpoint: 'events', kind: 'nextPage', variant: 'unchanged' });
     expect(unchanged.pagination).toEqual({ nextPage: first, hasNextPage: true });
-    expect((await variant({ endpoint: 'events', kind: 'nextPage', variant: 'oversizedUrl' })).pagination.nextPage.length).toBeGreaterThan(100_000);
+    expect((await variant({ endpoint: 'events', kind: 'nextPage', variant: 'oversizedUrl' })).pagination.nextPage.length).toBeGreaterThan(
+      100_000,
+    );
     // cycle: page 2 points back to the page-1 URL.
     await getPage(first, token);
     api.faults.add({ endpoint: 'events', kind: 'nextPage', variant: 'cycle' });
@@ -237,14 +277,21 @@ describe('mock API faults (the fault tests of docs/contracts.md)', () => {
     const res = await fetch(`${api.authUrl}/oauth/token`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ client_id: api.options.clientId, client_secret: api.options.clientSecret, audience: api.options.audience, grant_type: 'client_credentials' }),
+      body: JSON.stringify({
+        client_id: api.options.clientId,
+        client_secret: api.options.clientSecret,
+        audience: api.options.audience,
+        grant_type: 'client_credentials',
+      }),
     });
     expect(((await res.json()) as Record<string, unknown>)['expires_in']).toBe(2);
   });
 
   it('sites faults apply to the site list', async () => {
     api.faults.add({ endpoint: 'sites', kind: 'status', code: 502 });
-    const r = await fetch(`${api.baseUrl}/microsites-api/v1/${api.options.micrositeId}/sites/TRIAL-001`, { headers: { origin: 'https://study.example.org' } });
+    const r = await fetch(`${api.baseUrl}/microsites-api/v1/${api.options.micrositeId}/sites/TRIAL-001`, {
+      headers: { origin: 'https://study.example.org' },
+    });
     expect(r.status).toBe(502);
     await r.body?.cancel();
   });
@@ -265,7 +312,11 @@ describe('mock API faults (the fault tests of docs/contracts.md)', () => {
 });
 
 /** A raw GET that keeps every chunk with its arrival time (ms since the request). */
-function timedGet(url: string, headers: Record<string, string>, stopAfterMs: number): Promise<{ status?: number; headers?: Record<string, unknown>; chunks: Array<{ at: number; bytes: Buffer }>; ended: boolean }> {
+function timedGet(
+  url: string,
+  headers: Record<string, string>,
+  stopAfterMs: number,
+): Promise<{ status?: number; headers?: Record<string, unknown>; chunks: Array<{ at: number; bytes: Buffer }>; ended: boolean }> {
   return new Promise((resolve) => {
     const t0 = Date.now();
     const chunks: Array<{ at: number; bytes: Buffer }> = [];
@@ -309,7 +360,12 @@ describe('mock API hostile inputs (fault kinds the ingest must survive)', () => 
   };
   const tokenPost = (body: Record<string, string>) =>
     fetch(`${api.authUrl}/oauth/token`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
-  const goodGrant = () => ({ client_id: api.options.clientId, client_secret: api.options.clientSecret, audience: api.options.audience, grant_type: 'client_credentials' });
+  const goodGrant = () => ({
+    client_id: api.options.clientId,
+    client_secret: api.options.clientSecret,
+    audience: api.options.audience,
+    grant_type: 'client_credentials',
+  });
 
   beforeAll(async () => {
     api = await startMockApi({ patientsPerTrial: 60 });
@@ -361,14 +417,16 @@ describe('mock API hostile inputs (fault kinds the ingest must survive)', () => 
     for (const event of [1, 3]) {
       const text = JSON.stringify(events[event - 1]);
       expect(clean).toContain(text);
-      const r = await faulted(event === 1 ? { endpoint: 'events', kind: 'duplicateIdKey' } : { endpoint: 'events', kind: 'duplicateIdKey', event });
+      const r = await faulted(
+        event === 1 ? { endpoint: 'events', kind: 'duplicateIdKey' } : { endpoint: 'events', kind: 'duplicateIdKey', event },
+      );
       const id = String(events[event - 1]!['id']);
       expect(r.body).toBe(clean.replace(text, `${text.slice(0, -1)},"id":"${id}-dup"}`));
       expect((JSON.parse(r.body) as Page).events[event - 1]!['id']).toBe(`${id}-dup`);
     }
   });
 
-  it('reorderedRedelivery: the previous page\'s last event again, keys reversed at every level, extra whitespace', async () => {
+  it("reorderedRedelivery: the previous page's last event again, keys reversed at every level, extra whitespace", async () => {
     const p1 = JSON.parse(clean) as Page;
     const second = p1.pagination.nextPage;
     const clean2 = (await rawGet(second, auth())).body;
@@ -392,7 +450,9 @@ describe('mock API hostile inputs (fault kinds the ingest must survive)', () => 
   it('emptyPagesForever: every request an empty page with a new ?c= nextPage, hasNextPage true, forever', async () => {
     api.faults.add({ endpoint: 'events', kind: 'emptyPagesForever' });
     expect(api.faults.pending()[0]!.remaining).toBe(Infinity);
-    const shape = new RegExp(`^\\{"events":\\[\\],"pagination":\\{"nextPage":"${api.baseUrl.replace(/\./g, '\\.')}/rpi/events\\?c=(\\d+)","hasNextPage":true\\}\\}$`);
+    const shape = new RegExp(
+      `^\\{"events":\\[\\],"pagination":\\{"nextPage":"${api.baseUrl.replace(/\./g, '\\.')}/rpi/events\\?c=(\\d+)","hasNextPage":true\\}\\}$`,
+    );
     const seen = new Set<string>();
     let url = first;
     for (let i = 0; i < 5; i++) {
@@ -416,7 +476,12 @@ describe('mock API hostile inputs (fault kinds the ingest must survive)', () => 
     const p1 = JSON.parse(clean) as Page;
     const r = await faulted({ endpoint: 'events', kind: 'nextPage', variant: 'longCycle' });
     const a = (JSON.parse(r.body) as Page).pagination.nextPage;
-    expect(r.body).toBe(clean.replace(`"nextPage":"${p1.pagination.nextPage}","hasNextPage":${String(p1.pagination.hasNextPage)}`, `"nextPage":"${a}","hasNextPage":true`));
+    expect(r.body).toBe(
+      clean.replace(
+        `"nextPage":"${p1.pagination.nextPage}","hasNextPage":${String(p1.pagination.hasNextPage)}`,
+        `"nextPage":"${a}","hasNextPage":true`,
+      ),
+    );
     expect(a.startsWith(`${api.baseUrl}/rpi/events?cursor=`)).toBe(true);
     const urls = [a];
     for (let i = 0; i < 3; i++) {
@@ -483,7 +548,10 @@ describe('mock API hostile inputs (fault kinds the ingest must survive)', () => 
     expect(Buffer.concat(r.chunks.map((c) => c.bytes)).toString()).toBe(cleanRefusal.body);
     // One byte per write; a loaded client may read two writes at once now and then.
     expect(r.chunks.length).toBeGreaterThanOrEqual(Math.floor(cleanRefusal.bytes * 0.8));
-    const gaps = r.chunks.slice(1).map((c, i) => c.at - r.chunks[i]!.at).sort((x, y) => x - y);
+    const gaps = r.chunks
+      .slice(1)
+      .map((c, i) => c.at - r.chunks[i]!.at)
+      .sort((x, y) => x - y);
     expect(gaps[Math.floor(gaps.length / 2)]).toBeGreaterThanOrEqual(10);
     expect(r.chunks.at(-1)!.at).toBeGreaterThanOrEqual((cleanRefusal.bytes - 1) * 15 - 50);
     // A page: the bytes received so far are the clean page's first bytes.
@@ -553,7 +621,9 @@ describe('mock API hostile inputs (fault kinds the ingest must survive)', () => 
     const r = await rawGet(url, headers);
     expect(r.status).toBe(200);
     expect(r.headers?.['access-control-allow-origin']).toBe('https://study.example.org');
-    expect(r.body).toBe(cleanSites.body.replace(`"displayName":${JSON.stringify(records[0]!['displayName'])}`, '"displayName":"x\\ud800y"'));
+    expect(r.body).toBe(
+      cleanSites.body.replace(`"displayName":${JSON.stringify(records[0]!['displayName'])}`, '"displayName":"x\\ud800y"'),
+    );
     expect(r.body).not.toBe(cleanSites.body);
     expect((JSON.parse(r.body) as Array<Record<string, unknown>>)[1]).toEqual(records[1]);
     expect((await rawGet(url, headers)).body).toBe(cleanSites.body);

@@ -9,13 +9,21 @@ export async function getToken(api: MockApi): Promise<string> {
   const res = await fetch(`${api.authUrl}/oauth/token`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ client_id: api.options.clientId, client_secret: api.options.clientSecret, audience: api.options.audience, grant_type: 'client_credentials' }),
+    body: JSON.stringify({
+      client_id: api.options.clientId,
+      client_secret: api.options.clientSecret,
+      audience: api.options.audience,
+      grant_type: 'client_credentials',
+    }),
   });
   if (res.status !== 200) throw new Error(`token: ${res.status}`);
   return ((await res.json()) as { access_token: string }).access_token;
 }
 
-export function eventsUrl(api: MockApi, q: { eventTypes: readonly string[]; trialIds: readonly string[]; limit?: number; startingAfter?: string }): string {
+export function eventsUrl(
+  api: MockApi,
+  q: { eventTypes: readonly string[]; trialIds: readonly string[]; limit?: number; startingAfter?: string },
+): string {
   const sp = new URLSearchParams();
   for (const t of q.eventTypes) sp.append('eventTypes', t);
   for (const t of q.trialIds) sp.append('trialIds', t);
@@ -31,7 +39,10 @@ export async function getPage(url: string, token: string): Promise<Page> {
 }
 
 /** Pages until hasNextPage is false; returns all events, the pages and the last nextPage. */
-export async function readAll(url: string, token: string): Promise<{ events: Array<Record<string, unknown>>; pages: Page[]; last: string }> {
+export async function readAll(
+  url: string,
+  token: string,
+): Promise<{ events: Array<Record<string, unknown>>; pages: Page[]; last: string }> {
   const events: Array<Record<string, unknown>> = [];
   const pages: Page[] = [];
   let next = url;

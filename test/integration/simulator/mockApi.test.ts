@@ -19,8 +19,17 @@ describe('mock API: token endpoint (docs/upstream.md "Tokens")', () => {
   afterAll(async () => api.close());
 
   const post = (body: unknown, raw?: string) =>
-    fetch(`${api.authUrl}/oauth/token`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: raw ?? JSON.stringify(body) });
-  const good = () => ({ client_id: api.options.clientId, client_secret: api.options.clientSecret, audience: api.options.audience, grant_type: 'client_credentials' });
+    fetch(`${api.authUrl}/oauth/token`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: raw ?? JSON.stringify(body),
+    });
+  const good = () => ({
+    client_id: api.options.clientId,
+    client_secret: api.options.clientSecret,
+    audience: api.options.audience,
+    grant_type: 'client_credentials',
+  });
 
   it('grants a JWT-shaped bearer token, unique per issue', async () => {
     const a = await post(good());
@@ -37,7 +46,12 @@ describe('mock API: token endpoint (docs/upstream.md "Tokens")', () => {
 
   it('400 on missing fields, bad grant type or non-JSON', async () => {
     const { client_secret: _omit, ...missing } = good();
-    for (const res of [await post(missing), await post({ ...good(), grant_type: 'password' }), await post(undefined, 'client_id=x'), await post([1])]) {
+    for (const res of [
+      await post(missing),
+      await post({ ...good(), grant_type: 'password' }),
+      await post(undefined, 'client_id=x'),
+      await post([1]),
+    ]) {
       expect(res.status).toBe(400);
       expect(((await res.json()) as Record<string, unknown>)['error']).toBe('invalid_request');
     }

@@ -118,7 +118,12 @@ describe('incremental transform equals a full rebuild', () => {
     return bounds.slice(1).map((end, i) => order.slice(bounds[i], end));
   }
 
-  async function load(wh: Warehouse, batch: { stream: string; ev: Ev; quarantined?: boolean }[], positions: Map<string, number>, at: string): Promise<void> {
+  async function load(
+    wh: Warehouse,
+    batch: { stream: string; ev: Ev; quarantined?: boolean }[],
+    positions: Map<string, number>,
+    at: string,
+  ): Promise<void> {
     const rows: RawEventRow[] = [];
     const quarantine: string[] = [];
     for (const { stream, ev, quarantined } of batch) {
@@ -194,7 +199,9 @@ describe('as_of_at is bounded by what the job observed', () => {
     expect(r.mode).toBe('incremental');
     expect(r.dq.find((d) => d.check === 'dq_future_dated_events')?.count).toBe(1);
     expect(await wh.all(`select distinct as_of_at::varchar as a from main.fct_patient_funnel`)).toEqual([{ a: '2024-01-22 00:00:00' }]);
-    expect(await wh.all(`select distinct as_of_at::varchar as a from main.mart_recruitment_funnel`)).toEqual([{ a: '2024-01-22 00:00:00' }]);
+    expect(await wh.all(`select distinct as_of_at::varchar as a from main.mart_recruitment_funnel`)).toEqual([
+      { a: '2024-01-22 00:00:00' },
+    ]);
     expect(await wh.all(`select event_id, domain_at::varchar as d from main.dq_future_dated_events`)).toEqual([
       { event_id: 'future-2062', d: '2062-01-15 00:00:00' },
     ]);

@@ -41,7 +41,13 @@ describe('runTransform', () => {
 
   test('builds every real model on an empty warehouse (no events yet)', async () => {
     const r = await runTransform(wh);
-    expect(r.seeds.map((s) => s.name)).toEqual(['seed_contact_outcomes', 'seed_event_types', 'seed_patient_status_stages', 'seed_site_names', 'seed_trial_targets']);
+    expect(r.seeds.map((s) => s.name)).toEqual([
+      'seed_contact_outcomes',
+      'seed_event_types',
+      'seed_patient_status_stages',
+      'seed_site_names',
+      'seed_trial_targets',
+    ]);
     expect(r.models.find((m) => m.name === 'fct_patient_funnel')).toMatchObject({ rows: 0, materialized: 'view' });
     expect(r.models.find((m) => m.name === 'int_patient_funnel')).toMatchObject({ rows: 0, materialized: 'incremental' });
     expect(r.mode).toBe('full');
@@ -63,18 +69,27 @@ describe('runTransform', () => {
     expect(await wh.one(`select current_setting('preserve_insertion_order') as v`)).toEqual({ v: true });
   });
 
-  test('only int_events_deduplicated parses raw JSON (stg_events passes the message through, int_delta_patients reads the keys of the delta\'s deliveries): the message is parsed once, later models read columns', async () => {
+  test("only int_events_deduplicated parses raw JSON (stg_events passes the message through, int_delta_patients reads the keys of the delta's deliveries): the message is parsed once, later models read columns", async () => {
     const { readFileSync } = await import('node:fs');
     const { listModelFiles } = await import('../../../src/transform/runTransform.js');
     const readsJson = (file: string): boolean =>
       /\bmessage\b|\benvelope\b|->>|json_transform|from_json/.test(readFileSync(file, 'utf8').replace(/--.*$/gm, ''));
     const files = listModelFiles(MODELS_DIR);
     // Not vacuous: every layer's files are read, the three exempt files exist, and the check sees the parse.
-    for (const layer of ['staging', 'intermediate', 'marts', 'dq']) expect(files.some((f) => f.includes(`/${layer}/`)), layer).toBe(true);
+    for (const layer of ['staging', 'intermediate', 'marts', 'dq'])
+      expect(
+        files.some((f) => f.includes(`/${layer}/`)),
+        layer,
+      ).toBe(true);
     const exemptNames = ['int_delta_patients.sql', 'int_events_deduplicated.sql', 'stg_events.sql'];
     const exempt = files.filter((f) => exemptNames.includes(f.slice(f.lastIndexOf('/') + 1)));
     expect(exempt.map((f) => f.slice(f.lastIndexOf('/') + 1)).sort()).toEqual(exemptNames);
-    expect(readFileSync(exempt.find((f) => f.endsWith('/int_events_deduplicated.sql'))!, 'utf8')).toMatch(/json_transform\(\s*events\.message/);
+    expect(
+      readFileSync(
+        exempt.find((f) => f.endsWith('/int_events_deduplicated.sql'))!,
+        'utf8',
+      ),
+    ).toMatch(/json_transform\(\s*events\.message/);
     for (const file of files) {
       if (exempt.includes(file)) continue;
       expect(readsJson(file), file).toBe(false);
@@ -92,7 +107,17 @@ describe('runTransform', () => {
     const dir = join(tmp.dir, `broken-${++n}`);
     cpSync(MODELS_DIR, dir, { recursive: true });
     writeFileSync(join(dir, 'zz_broken.sql'), `select no_such_column from {{ ref('fct_patient_funnel') }}`);
-    await wh.run(insertRawEventsSql([{ ...FIXTURE_EVENTS[0]!, stream_id: 'stream-c', stream_position: 1, event_id: 'new-1', message: { ...FIXTURE_EVENTS[0]!.message, referralSubjectId: 'p-new' } }]));
+    await wh.run(
+      insertRawEventsSql([
+        {
+          ...FIXTURE_EVENTS[0]!,
+          stream_id: 'stream-c',
+          stream_position: 1,
+          event_id: 'new-1',
+          message: { ...FIXTURE_EVENTS[0]!.message, referralSubjectId: 'p-new' },
+        },
+      ]),
+    );
 
     const err = await runTransform(wh, { modelsDir: dir }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(TransformError);
@@ -108,17 +133,28 @@ describe('runTransform', () => {
     await wh.run(insertRawEventsSql(FIXTURE_EVENTS));
     const dir = join(tmp.dir, `data-error-${++n}`);
     cpSync(MODELS_DIR, dir, { recursive: true });
-    writeFileSync(join(dir, 'zz_cast.sql'), `select cast(referral_subject_id || '-SUBJ' as integer) as n from {{ ref('int_patient_created_events') }}`);
+    writeFileSync(
+      join(dir, 'zz_cast.sql'),
+      `select cast(referral_subject_id || '-SUBJ' as integer) as n from {{ ref('int_patient_created_events') }}`,
+    );
     const err = await runTransform(wh, { modelsDir: dir }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(TransformError);
-    expect((err as Error).message).toBe('model zz_cast failed to build: Conversion Error on a value of the data (not quoted: it may be event payload)');
+    expect((err as Error).message).toBe(
+      'model zz_cast failed to build: Conversion Error on a value of the data (not quoted: it may be event payload)',
+    );
     expect(describeFailure(err, true).text).not.toMatch(/-SUBJ/);
   });
 
   test('a cycle and an unknown ref fail before anything is built', async () => {
-    await expect(runTransform(wh, { modelsDir: modelsDir({ 'a.sql': `select * from {{ ref('b') }}`, 'b.sql': `select * from {{ ref('a') }}` }) })).rejects.toThrow(/cycle.*a, b/);
-    await expect(runTransform(wh, { modelsDir: modelsDir({ 'a.sql': `select * from {{ ref('nope') }}` }) })).rejects.toThrow(/a refers to nope/);
-    await expect(runTransform(wh, { modelsDir: modelsDir({ 'a.sql': 'select 1', 'b/a.sql': 'select 2' }) })).rejects.toThrow(/two model files are named a/);
+    await expect(
+      runTransform(wh, { modelsDir: modelsDir({ 'a.sql': `select * from {{ ref('b') }}`, 'b.sql': `select * from {{ ref('a') }}` }) }),
+    ).rejects.toThrow(/cycle.*a, b/);
+    await expect(runTransform(wh, { modelsDir: modelsDir({ 'a.sql': `select * from {{ ref('nope') }}` }) })).rejects.toThrow(
+      /a refers to nope/,
+    );
+    await expect(runTransform(wh, { modelsDir: modelsDir({ 'a.sql': 'select 1', 'b/a.sql': 'select 2' }) })).rejects.toThrow(
+      /two model files are named a/,
+    );
     expect(await wh.all(`select * from information_schema.tables where table_schema = 'main'`)).toEqual([]);
   });
 
@@ -128,7 +164,10 @@ describe('runTransform', () => {
     const [first, second] = RETIRED_MODELS as [string, string];
     await wh.run(`create table main.${first} as select 1 as a`);
     await wh.run(`create view main.${second} as select 1 as a`);
-    await runTransform(wh, { only: ['seed_event_types_view'], modelsDir: modelsDir({ 'seed_event_types_view.sql': 'select * from main.seed_event_types' }) });
+    await runTransform(wh, {
+      only: ['seed_event_types_view'],
+      modelsDir: modelsDir({ 'seed_event_types_view.sql': 'select * from main.seed_event_types' }),
+    });
     const left = async (): Promise<string[]> =>
       (await wh.all<{ n: string }>('select table_name as n from information_schema.tables where table_schema = $1 order by 1', ['main']))
         .map((r) => r.n)
@@ -139,13 +178,27 @@ describe('runTransform', () => {
   });
 
   test('views and tables switch kinds; only builds the named models', async () => {
-    const dir1 = modelsDir({ 'a.sql': `{{ config(materialized='view') }} select 1 as x`, 'b.sql': `select x + 1 as y from {{ ref('a') }}` });
+    const dir1 = modelsDir({
+      'a.sql': `{{ config(materialized='view') }} select 1 as x`,
+      'b.sql': `select x + 1 as y from {{ ref('a') }}`,
+    });
     const r1 = await runTransform(wh, { modelsDir: dir1, seedsDir: SEEDS_DIR });
-    expect(r1.models).toMatchObject([{ name: 'a', rows: 1, materialized: 'view' }, { name: 'b', rows: 1, materialized: 'table' }]);
-    const dir2 = modelsDir({ 'a.sql': `select 5 as x`, 'b.sql': `{{ config(materialized="view") }} select x + 1 as y from {{ ref('a') }}` });
+    expect(r1.models).toMatchObject([
+      { name: 'a', rows: 1, materialized: 'view' },
+      { name: 'b', rows: 1, materialized: 'table' },
+    ]);
+    const dir2 = modelsDir({
+      'a.sql': `select 5 as x`,
+      'b.sql': `{{ config(materialized="view") }} select x + 1 as y from {{ ref('a') }}`,
+    });
     await runTransform(wh, { modelsDir: dir2 });
-    const kinds = await wh.all(`select table_name, table_type from information_schema.tables where table_schema = 'main' and table_name in ('a', 'b') order by 1`);
-    expect(kinds).toEqual([{ table_name: 'a', table_type: 'BASE TABLE' }, { table_name: 'b', table_type: 'VIEW' }]);
+    const kinds = await wh.all(
+      `select table_name, table_type from information_schema.tables where table_schema = 'main' and table_name in ('a', 'b') order by 1`,
+    );
+    expect(kinds).toEqual([
+      { table_name: 'a', table_type: 'BASE TABLE' },
+      { table_name: 'b', table_type: 'VIEW' },
+    ]);
     const r3 = await runTransform(wh, { modelsDir: dir2, only: ['a'] });
     expect(r3.models.map((m) => m.name)).toEqual(['a']);
     await expect(runTransform(wh, { modelsDir: dir2, only: ['zzz'] })).rejects.toThrow(/no such model: zzz/);

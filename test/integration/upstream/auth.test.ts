@@ -12,7 +12,10 @@ afterEach(async () => {
 async function setup(handler: StubHandler): Promise<{ auth: Stub; tokens: TokenProvider }> {
   const auth = await startStub(handler);
   const http = new HttpClient({ policy: { maxPostAttempts: 3 }, sleep: fakeSleep().sleep });
-  cleanups.push(() => auth.close(), () => http.close());
+  cleanups.push(
+    () => auth.close(),
+    () => http.close(),
+  );
   const tokens = new TokenProvider({
     credentials: { authUrl: `${auth.origin}/tenant`, clientId: 'c', clientSecret: 'CANARY-SECRET-1', audience: 'a' },
     http,

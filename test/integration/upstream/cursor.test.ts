@@ -28,7 +28,10 @@ async function world(next: (pathAndQuery: string, w: { api: string; trap: string
     const [nextPage, hasNext] = next(req.url!, { api: api.origin, trap: trap.origin, port: api.port });
     sendJson(res, 200, pageBody([{ id: `e${n}`, eventType: 'v1.patient.created', message: {} }], nextPage, hasNext));
   });
-  cleanups.push(() => api.close(), () => trap.close());
+  cleanups.push(
+    () => api.close(),
+    () => trap.close(),
+  );
   const http = new HttpClient({ policy: { maxAttempts: 1 } });
   cleanups.push(() => http.close());
   const tokens = new TokenProvider({ credentials: { authUrl: api.origin, clientId: 'c', clientSecret: 's', audience: 'a' }, http });

@@ -243,14 +243,16 @@ describe('pageStream', () => {
     const auth = await tokenServer();
     let api: Stub;
     api = await stub((_req, res, _b, n) => {
-      if (n === 3) return sendJson(res, 200, JSON.stringify({ events: [{ noId: true }], pagination: { nextPage: 'x', hasNextPage: true } }));
+      if (n === 3)
+        return sendJson(res, 200, JSON.stringify({ events: [{ noId: true }], pagination: { nextPage: 'x', hasNextPage: true } }));
       sendJson(res, 200, pageBody([ev(`e${n}`)], `${api.origin}/rpi/events?p=${n + 1}`, true));
     });
     const { client } = setup(api, auth);
     const seen: string[] = [];
     const err = await rejection(
       (async () => {
-        for await (const p of pageStream(client, `${api.origin}/rpi/events?p=1`, { label: 'main' })) seen.push(p.events.all(p.events.id)[0]!);
+        for await (const p of pageStream(client, `${api.origin}/rpi/events?p=1`, { label: 'main' }))
+          seen.push(p.events.all(p.events.id)[0]!);
       })(),
     );
     expect(seen).toEqual(['e1', 'e2']);
@@ -267,7 +269,9 @@ describe('pageStream', () => {
     const { client } = setup(api, auth, { maxAttempts: 2 });
     const err = await rejection(collect(pageStream(client, `${api.origin}/rpi/events?p=1`, { label: 'main' })));
     expect(err).toBeInstanceOf(UpstreamUnavailableError);
-    expect(err.message).toMatch(/^stream main, page 2: GET http:\/\/127\.0\.0\.1:\d+ \(the stream's cursor\) failed after 2 attempts; last: HTTP 503/);
+    expect(err.message).toMatch(
+      /^stream main, page 2: GET http:\/\/127\.0\.0\.1:\d+ \(the stream's cursor\) failed after 2 attempts; last: HTTP 503/,
+    );
   });
 
   it('stopping early aborts the prefetch in flight (its connection is closed)', async () => {
@@ -344,4 +348,3 @@ describe('secrets canary', () => {
     expect(held).toEqual([1, 3, 3]);
   });
 });
-

@@ -250,13 +250,17 @@ describe('HttpClient retries', () => {
   it('a parser that throws TransientBodyError gets the whole request again', async () => {
     const s = await stub((_req, res, _b, n) => sendJson(res, 200, { n }));
     const { http } = client();
-    const res = await http.getText(`${s.origin}/x`, {}, {
-      parse: (r) => {
-        const v = JSON.parse(r.bodyText) as { n: number };
-        if (v.n < 3) throw new TransientBodyError('not yet');
-        return v.n;
+    const res = await http.getText(
+      `${s.origin}/x`,
+      {},
+      {
+        parse: (r) => {
+          const v = JSON.parse(r.bodyText) as { n: number };
+          if (v.n < 3) throw new TransientBodyError('not yet');
+          return v.n;
+        },
       },
-    });
+    );
     expect(res.parsed).toBe(3);
     expect(s.requests).toHaveLength(3);
   });

@@ -12,7 +12,10 @@ afterEach(async () => {
 async function setup(handler: StubHandler, maxAttempts = 3): Promise<{ api: Stub; sites: SitesClient }> {
   const api = await startStub(handler);
   const http = new HttpClient({ policy: { maxAttempts }, sleep: fakeSleep().sleep });
-  cleanups.push(() => api.close(), () => http.close());
+  cleanups.push(
+    () => api.close(),
+    () => http.close(),
+  );
   return { api, sites: new SitesClient({ baseUrl: api.origin, origin: 'https://study.example.org', http }) };
 }
 

@@ -67,7 +67,12 @@ export function captureLogger(): { logger: Logger; lines: string[] } {
   const lines: string[] = [];
   const destination = new Writable({
     write(chunk: Buffer, _enc, cb) {
-      lines.push(...chunk.toString('utf8').split('\n').filter((l) => l !== ''));
+      lines.push(
+        ...chunk
+          .toString('utf8')
+          .split('\n')
+          .filter((l) => l !== ''),
+      );
       cb();
     },
   });

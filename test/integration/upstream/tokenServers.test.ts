@@ -17,7 +17,11 @@ import { tempDir } from '../../helpers/tmp.js';
 import { startOauth2MockServer, startOidcProvider, type TokenServer } from './tokenServers.js';
 
 const AUDIENCE = 'https://reporting.example-recruit.test';
-const BASIC = { clientId: 'etl-basic', clientSecret: 'b4sic s3cret: with+/%&=~* (RFC 6749 VSCHAR)', method: 'client_secret_basic' } as const;
+const BASIC = {
+  clientId: 'etl-basic',
+  clientSecret: 'b4sic s3cret: with+/%&=~* (RFC 6749 VSCHAR)',
+  method: 'client_secret_basic',
+} as const;
 const POST = { clientId: 'etl-post', clientSecret: 'post-secret-0123456789', method: 'client_secret_post' } as const;
 const EVENTS = '/rpi/events';
 const PAGE = 10;
@@ -31,14 +35,31 @@ const freshDb = (): string => join(tmp.dir, `t${++n}.duckdb`);
 
 /** The simulator, accepting the tokens of `server` (its own token endpoint stays unused). */
 async function simFor(server: TokenServer): Promise<MockApi> {
-  api = await startMockApi({ port: 0, seed: 7, patientsPerTrial: 10, audience: AUDIENCE, trustedIssuer: { issuer: server.issuer, jwksUri: server.jwksUri } });
+  api = await startMockApi({
+    port: 0,
+    seed: 7,
+    patientsPerTrial: 10,
+    audience: AUDIENCE,
+    trustedIssuer: { issuer: server.issuer, jwksUri: server.jwksUri },
+  });
   expected = expectedAll(api);
   return api;
 }
 
 /** The job's settings for `server` (the token endpoint is `{issuer}/oauth/token`). */
-function job(server: TokenServer, client: { clientId: string; clientSecret: string }, extra: Record<string, unknown> = {}): Record<string, unknown> {
-  return { authUrl: server.issuer, clientId: client.clientId, clientSecret: client.clientSecret, audience: AUDIENCE, pageSize: PAGE, ...extra };
+function job(
+  server: TokenServer,
+  client: { clientId: string; clientSecret: string },
+  extra: Record<string, unknown> = {},
+): Record<string, unknown> {
+  return {
+    authUrl: server.issuer,
+    clientId: client.clientId,
+    clientSecret: client.clientSecret,
+    audience: AUDIENCE,
+    pageSize: PAGE,
+    ...extra,
+  };
 }
 
 beforeEach(() => {
@@ -60,7 +81,11 @@ describe('oidc-provider 9.13.3 (strict RFC 6749, resource indicators, JWT access
     auth = await startOidcProvider({ audience: AUDIENCE, clients: [BASIC, POST] });
     const sim = await simFor(auth);
     const db = freshDb();
-    const out = await extractOnce(sim, db, job(auth, client, { tokenRequestFormat: 'form', tokenClientAuth: clientAuth, tokenAudienceParameter: 'resource' }));
+    const out = await extractOnce(
+      sim,
+      db,
+      job(auth, client, { tokenRequestFormat: 'form', tokenClientAuth: clientAuth, tokenAudienceParameter: 'resource' }),
+    );
     expect(out.exitCode, out.message).toBe(0);
     expectExactly(await readDb(db), expected, sim.truth.events);
     expect(auth.requests()).toBe(1);
@@ -82,7 +107,9 @@ describe('oidc-provider 9.13.3 (strict RFC 6749, resource indicators, JWT access
     const sim = await simFor(auth);
     const out = await extractOnce(sim, freshDb(), job(auth, POST, { tokenAudienceParameter: 'resource' }));
     expect(out.exitCode, out.message).toBe(2);
-    expect(out.message).toMatch(/refused the token request as malformed \(HTTP 400 invalid_request: "only application\/x-www-form-urlencoded content-type bodies are supported on POST \/oauth\/token"\); check --token-request-format/);
+    expect(out.message).toMatch(
+      /refused the token request as malformed \(HTTP 400 invalid_request: "only application\/x-www-form-urlencoded content-type bodies are supported on POST \/oauth\/token"\); check --token-request-format/,
+    );
     expect(out.message).not.toContain(POST.clientSecret);
     expect(auth.requests()).toBe(1);
     expect(sim.stats.eventRequests).toBe(0);
@@ -92,9 +119,19 @@ describe('oidc-provider 9.13.3 (strict RFC 6749, resource indicators, JWT access
     auth = await startOidcProvider({ audience: AUDIENCE, clients: [BASIC] });
     const sim = await simFor(auth);
     const db = freshDb();
-    const out = await extractOnce(sim, db, job(auth, { clientId: BASIC.clientId, clientSecret: 'not-the-secret-4711' }, { tokenRequestFormat: 'form', tokenClientAuth: 'basic', tokenAudienceParameter: 'resource' }));
+    const out = await extractOnce(
+      sim,
+      db,
+      job(
+        auth,
+        { clientId: BASIC.clientId, clientSecret: 'not-the-secret-4711' },
+        { tokenRequestFormat: 'form', tokenClientAuth: 'basic', tokenAudienceParameter: 'resource' },
+      ),
+    );
     expect(out.exitCode, out.message).toBe(3);
-    expect(out.message).toMatch(/refused the client credentials \(HTTP 401 invalid_client: "client authentication failed"\); check RECRUIT_ETL_CLIENT_ID \/ _SECRET/);
+    expect(out.message).toMatch(
+      /refused the client credentials \(HTTP 401 invalid_client: "client authentication failed"\); check RECRUIT_ETL_CLIENT_ID \/ _SECRET/,
+    );
     expect(out.message).not.toContain('not-the-secret-4711');
     expect(JSON.stringify((await readDb(db)).runs)).not.toContain('not-the-secret-4711');
     expect(sim.stats.eventRequests).toBe(0);
@@ -103,7 +140,16 @@ describe('oidc-provider 9.13.3 (strict RFC 6749, resource indicators, JWT access
   it('an audience the server does not know: exit 3, invalid_target, pointing at the audience', async () => {
     auth = await startOidcProvider({ audience: AUDIENCE, clients: [BASIC] });
     const sim = await simFor(auth);
-    const out = await extractOnce(sim, freshDb(), job(auth, BASIC, { tokenRequestFormat: 'form', tokenClientAuth: 'basic', tokenAudienceParameter: 'resource', audience: 'https://other.example' }));
+    const out = await extractOnce(
+      sim,
+      freshDb(),
+      job(auth, BASIC, {
+        tokenRequestFormat: 'form',
+        tokenClientAuth: 'basic',
+        tokenAudienceParameter: 'resource',
+        audience: 'https://other.example',
+      }),
+    );
     expect(out.exitCode, out.message).toBe(3);
     expect(out.message).toMatch(/refused the audience \(HTTP 400 invalid_target/);
   });
@@ -114,7 +160,11 @@ describe('oidc-provider 9.13.3 (strict RFC 6749, resource indicators, JWT access
     const sim = await simFor(auth);
     sim.faults.add({ endpoint: 'events', kind: 'latency', ms: Math.ceil(11_000 / expected.length), times: Infinity });
     const db = freshDb();
-    const out = await extractOnce(sim, db, job(auth, BASIC, { tokenRequestFormat: 'form', tokenClientAuth: 'basic', tokenAudienceParameter: 'resource', pageSize: 1 }));
+    const out = await extractOnce(
+      sim,
+      db,
+      job(auth, BASIC, { tokenRequestFormat: 'form', tokenClientAuth: 'basic', tokenAudienceParameter: 'resource', pageSize: 1 }),
+    );
     expect(out.exitCode, out.message).toBe(0);
     expectExactly(await readDb(db), expected, sim.truth.events);
     expect(out.ms).toBeGreaterThan(10_000);
@@ -141,14 +191,26 @@ describe('the CLI as a process against oidc-provider 9.13.3 (dist/cli.js; run `m
     auth = await startOidcProvider({ audience: AUDIENCE, clients: [BASIC] });
     const sim = await simFor(auth);
     const env = (db: string, extra: Record<string, string> = {}): Record<string, string> =>
-      envFor(sim, db, { RECRUIT_ETL_AUTH_URL: auth!.issuer, RECRUIT_ETL_CLIENT_ID: BASIC.clientId, RECRUIT_ETL_CLIENT_SECRET: BASIC.clientSecret, RECRUIT_ETL_AUDIENCE: AUDIENCE, ...extra });
-    const strict = { RECRUIT_ETL_TOKEN_REQUEST_FORMAT: 'form', RECRUIT_ETL_TOKEN_CLIENT_AUTH: 'basic', RECRUIT_ETL_TOKEN_AUDIENCE_PARAMETER: 'resource' };
+      envFor(sim, db, {
+        RECRUIT_ETL_AUTH_URL: auth!.issuer,
+        RECRUIT_ETL_CLIENT_ID: BASIC.clientId,
+        RECRUIT_ETL_CLIENT_SECRET: BASIC.clientSecret,
+        RECRUIT_ETL_AUDIENCE: AUDIENCE,
+        ...extra,
+      });
+    const strict = {
+      RECRUIT_ETL_TOKEN_REQUEST_FORMAT: 'form',
+      RECRUIT_ETL_TOKEN_CLIENT_AUTH: 'basic',
+      RECRUIT_ETL_TOKEN_AUDIENCE_PARAMETER: 'resource',
+    };
     const ok = await runCli(['extract'], env(freshDb(), strict), { timeoutMs: 30_000 });
     expect(ok.code, ok.stderr).toBe(0);
     expect(ok.stdout).toContain('token issued');
     const refused = await runCli(['extract'], env(freshDb(), { RECRUIT_ETL_TOKEN_AUDIENCE_PARAMETER: 'resource' }), { timeoutMs: 30_000 });
     expect(refused.code, refused.stderr).toBe(2);
-    expect(refused.stderr).toMatch(/^recruit-etl: error: .*HTTP 400 invalid_request: "only application\/x-www-form-urlencoded content-type bodies are supported on POST \/oauth\/token"\); check --token-request-format/);
+    expect(refused.stderr).toMatch(
+      /^recruit-etl: error: .*HTTP 400 invalid_request: "only application\/x-www-form-urlencoded content-type bodies are supported on POST \/oauth\/token"\); check --token-request-format/,
+    );
     for (const text of [ok.stdout, ok.stderr, refused.stdout, refused.stderr]) expect(text).not.toContain(BASIC.clientSecret);
   });
 });
@@ -210,7 +272,10 @@ describe("the simulator's check of a trusted issuer's tokens (oauth2-mock-server
   /** Status of one events request with `token`. */
   async function statusWith(sim: MockApi, token: string): Promise<number> {
     const q = new URLSearchParams({ trialIds: sim.truth.trialIds.join(','), eventTypes: DEFAULT_EVENT_TYPES.join(','), limit: '1' });
-    const res = await fetch(`${sim.baseUrl}${EVENTS}?${q}`, { headers: { authorization: `Bearer ${token}` }, signal: AbortSignal.timeout(5000) });
+    const res = await fetch(`${sim.baseUrl}${EVENTS}?${q}`, {
+      headers: { authorization: `Bearer ${token}` },
+      signal: AbortSignal.timeout(5000),
+    });
     await res.body?.cancel();
     return res.status;
   }
@@ -234,7 +299,9 @@ describe("the simulator's check of a trusted issuer's tokens (oauth2-mock-server
     const other = await startOauth2MockServer();
     try {
       // Same claims, signed by another server's key: refused.
-      const foreign = await other.server.issuer.buildToken({ scopesOrTransform: (_h, p) => Object.assign(p, { aud: AUDIENCE, iss: issuer.url }) });
+      const foreign = await other.server.issuer.buildToken({
+        scopesOrTransform: (_h, p) => Object.assign(p, { aud: AUDIENCE, iss: issuer.url }),
+      });
       expect(await statusWith(sim, foreign)).toBe(401);
     } finally {
       await other.close();
@@ -243,7 +310,10 @@ describe("the simulator's check of a trusted issuer's tokens (oauth2-mock-server
 
   it('a JWKS that cannot be read: the simulator does not start (ConfigError naming --trusted-jwks-uri)', async () => {
     const port = await closedPort();
-    const start = startMockApi({ port: 0, trustedIssuer: { issuer: `http://127.0.0.1:${port}`, jwksUri: `http://127.0.0.1:${port}/jwks` } });
+    const start = startMockApi({
+      port: 0,
+      trustedIssuer: { issuer: `http://127.0.0.1:${port}`, jwksUri: `http://127.0.0.1:${port}/jwks` },
+    });
     await expect(start).rejects.toBeInstanceOf(ConfigError);
     await expect(start).rejects.toThrow(/--trusted-jwks-uri: cannot read the JWKS/);
   });

@@ -35,7 +35,12 @@ export interface OidcClient {
  * @param opts.defaultResource also issue the resource's JWT when the request names no resource
  *   (RFC 8707 `defaultResource`), as a server configured for one API does
  */
-export async function startOidcProvider(opts: { audience: string; clients: OidcClient[]; ttlSeconds?: number; defaultResource?: boolean }): Promise<TokenServer> {
+export async function startOidcProvider(opts: {
+  audience: string;
+  clients: OidcClient[];
+  ttlSeconds?: number;
+  defaultResource?: boolean;
+}): Promise<TokenServer> {
   const key = generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey.export({ format: 'jwk' });
   const http = createServer();
   http.listen(0, '127.0.0.1');
@@ -62,7 +67,13 @@ export async function startOidcProvider(opts: { audience: string; clients: OidcC
         useGrantedResource: () => true,
         getResourceServerInfo: (_ctx, resource) => {
           if (resource !== opts.audience) throw new errors.InvalidTarget();
-          return { scope: 'events:read', audience: resource, accessTokenTTL: opts.ttlSeconds ?? 3600, accessTokenFormat: 'jwt', jwt: { sign: { alg: 'ES256' } } };
+          return {
+            scope: 'events:read',
+            audience: resource,
+            accessTokenTTL: opts.ttlSeconds ?? 3600,
+            accessTokenFormat: 'jwt',
+            jwt: { sign: { alg: 'ES256' } },
+          };
         },
       },
     },
@@ -82,7 +93,9 @@ export async function startOidcProvider(opts: { audience: string; clients: OidcC
  * `beforeTokenSigning` hook (its documented customisation) copies the posted `audience` into
  * the token's `aud`, and `tweak` may change the next responses (e.g. drop `expires_in`).
  */
-export async function startOauth2MockServer(opts: { tweak?: (body: Record<string, unknown>) => void } = {}): Promise<TokenServer & { server: OAuth2Server }> {
+export async function startOauth2MockServer(
+  opts: { tweak?: (body: Record<string, unknown>) => void } = {},
+): Promise<TokenServer & { server: OAuth2Server }> {
   const server = new OAuth2Server(undefined, undefined, { endpoints: { token: '/oauth/token' } });
   await server.issuer.keys.generate('RS256');
   let requests = 0;

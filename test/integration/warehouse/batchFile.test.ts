@@ -76,7 +76,13 @@ describe('BatchFile: a batch of events as rows DuckDB loads (docs/ingest.md "How
 
   it('a page with line breaks (pretty-printed JSON) keeps them in message, envelope and a publishedTime that is not a string', async () => {
     const body = JSON.stringify(
-      { events: [{ id: 'a', eventType: 't', publishedTime: { at: [1, 2] }, message: { x: 'y', z: [1, 2] } }, { id: 'b', message: 'm' }], pagination: { nextPage: 'n', hasNextPage: false } },
+      {
+        events: [
+          { id: 'a', eventType: 't', publishedTime: { at: [1, 2] }, message: { x: 'y', z: [1, 2] } },
+          { id: 'b', message: 'm' },
+        ],
+        pagination: { nextPage: 'n', hasNextPage: false },
+      },
       null,
       '\t',
     ).replaceAll('\n', '\r\n');
@@ -94,16 +100,45 @@ describe('BatchFile: a batch of events as rows DuckDB loads (docs/ingest.md "How
     const p2 = eventsOf(['{"id":"c","eventType":"","publishedTime":"x"}']);
     const f = fileOf(p1, p2);
     expect(f.rows).toBe(3);
-    expect((await read(f)).map((r) => [Number(r.pos), r.id])).toEqual([[1, 'a'], [2, 'b\u0001'], [3, 'c']]);
-    expect(f.readRow(0)).toEqual({ id: 'a', type: 't', publishedTime: null, message: '{"k":"\\u0000"}', envelope: '{"id":"a","eventType":"t","message":{"k":"\\u0000"}}' });
+    expect((await read(f)).map((r) => [Number(r.pos), r.id])).toEqual([
+      [1, 'a'],
+      [2, 'b\u0001'],
+      [3, 'c'],
+    ]);
+    expect(f.readRow(0)).toEqual({
+      id: 'a',
+      type: 't',
+      publishedTime: null,
+      message: '{"k":"\\u0000"}',
+      envelope: '{"id":"a","eventType":"t","message":{"k":"\\u0000"}}',
+    });
     expect(f.readRow(1)).toEqual({ id: 'b\u0001', type: null, publishedTime: null, message: null, envelope: '{"id":"b\\u0001"}' });
-    expect(f.readRow(2)).toEqual({ id: 'c', type: '', publishedTime: 'x', message: null, envelope: '{"id":"c","eventType":"","publishedTime":"x"}' });
+    expect(f.readRow(2)).toEqual({
+      id: 'c',
+      type: '',
+      publishedTime: 'x',
+      message: null,
+      envelope: '{"id":"c","eventType":"","publishedTime":"x"}',
+    });
   });
 
   it('appendFrom renumbers: rows left out, rows replaced by another form (their id and publishedTime kept as sent)', async () => {
-    const f = fileOf(eventsOf(['{"id":"a"}', '{"id":"b\\n","publishedTime":"2026-01-05T08:00:00Z","message":{"n":"\\ud800"}}', '{"id":"c"}', '{"id":"d"}']));
+    const f = fileOf(
+      eventsOf([
+        '{"id":"a"}',
+        '{"id":"b\\n","publishedTime":"2026-01-05T08:00:00Z","message":{"n":"\\ud800"}}',
+        '{"id":"c"}',
+        '{"id":"d"}',
+      ]),
+    );
     const g = BatchFile.create(join(tmp.dir, 'again.rows'));
-    const rowsOf = g.appendFrom(f, 3, (k) => (k === 0 ? 'skip' : k === 1 ? { envelope: '{"id":"b\\n","message":{"n":"\ufffd"}}', message: '{"n":"\ufffd"}', type: 'x\u0007' } : 'keep'));
+    const rowsOf = g.appendFrom(f, 3, (k) =>
+      k === 0
+        ? 'skip'
+        : k === 1
+          ? { envelope: '{"id":"b\\n","message":{"n":"\ufffd"}}', message: '{"n":"\ufffd"}', type: 'x\u0007' }
+          : 'keep',
+    );
     g.flush();
     expect([...rowsOf]).toEqual([1, 2]);
     const rows = await read(g, true);
@@ -117,8 +152,13 @@ describe('BatchFile: a batch of events as rows DuckDB loads (docs/ingest.md "How
     const big = `{"id":"big","eventType":"t","message":{"pad":"${'x'.repeat(12_000_000)}"}}`;
     const f = fileOf(eventsOf([big, '{"id":"small"}']));
     expect(f.longestRow).toBeGreaterThan(24_000_000);
-    const rows = await wh.all<{ id: string; n: bigint }>(`select id, length(envelope) as n from ${batchFileReader(f.paths, f.longestRow, true)} order by pos`);
-    expect(rows.map((r) => [r.id, Number(r.n)])).toEqual([['big', big.length], ['small', 14]]);
+    const rows = await wh.all<{ id: string; n: bigint }>(
+      `select id, length(envelope) as n from ${batchFileReader(f.paths, f.longestRow, true)} order by pos`,
+    );
+    expect(rows.map((r) => [r.id, Number(r.n)])).toEqual([
+      ['big', big.length],
+      ['small', 14],
+    ]);
   });
 
   it('a file with a row over 8 KiB is cut into parts of about 4 MiB at row boundaries: positions run on, every row reads back', async () => {
@@ -152,7 +192,9 @@ describe('BatchFile: a batch of events as rows DuckDB loads (docs/ingest.md "How
     truncateSync(f.path, f.bytes - 2 * '3\x1fc\x1f\x1f\x1f\x1f{"id":"c"}\n'.length);
     await wh.migrate();
     const writer = new RawEventWriter(wh);
-    await expect(wh.transaction(() => writer.load({ streamId: 's', basePosition: 0, file: f, runId: 'r', extractedAt: new Date() }))).rejects.toThrow(/a batch file of 3 rows loaded 1 rows/);
+    await expect(
+      wh.transaction(() => writer.load({ streamId: 's', basePosition: 0, file: f, runId: 'r', extractedAt: new Date() })),
+    ).rejects.toThrow(/a batch file of 3 rows loaded 1 rows/);
     expect(Number((await wh.one<{ n: bigint }>('select count(*) as n from raw.events'))!.n)).toBe(0);
   });
 
@@ -169,7 +211,10 @@ describe('BatchFile: a batch of events as rows DuckDB loads (docs/ingest.md "How
   describe('a DuckDB error quotes no input, with --verbose either (a CSV error printed a whole batch row in the cause before)', () => {
     const CANARY = 'RS-CANARY-4711';
     const failure = async (sql: string) => {
-      const err = await wh.run(sql).then(() => undefined, (e: unknown) => e);
+      const err = await wh.run(sql).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
       expect(err).toBeInstanceOf(Error);
       return describeFailure(err, true).text;
     };

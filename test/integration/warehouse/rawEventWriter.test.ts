@@ -47,17 +47,25 @@ describe('BatchWriter and RawEventWriter (docs/ingest.md "How a batch is written
 
   async function batchWriter(streamId = 's1'): Promise<BatchWriter> {
     const store = new StreamStore(wh);
-    const state = (await store.activate({ streamId, name: streamId, environment: 'e', apiOrigin: 'http://h', trialIds: [streamId], eventTypes: ['x'] })).state;
+    const state = (
+      await store.activate({ streamId, name: streamId, environment: 'e', apiOrigin: 'http://h', trialIds: [streamId], eventTypes: ['x'] })
+    ).state;
     return BatchWriter.open({ wh, store, streamId, position: state.eventCount, runId: 'run1', logger: silentLogger() });
   }
   const ids = async (stream = 's1') =>
-    (await wh.all<{ id: string }>('select event_id as id from raw.events where stream_id = ? order by stream_position', [stream])).map((x) => x.id);
+    (await wh.all<{ id: string }>('select event_id as id from raw.events where stream_id = ? order by stream_position', [stream])).map(
+      (x) => x.id,
+    );
   const count = async (sql: string) => Number((await wh.one<{ n: bigint }>(sql))!.n);
 
   it('appends pages at contiguous positions in page order, envelope and message as sent, the cursor with them', async () => {
     const w = await batchWriter();
-    const e2 = '{ "id" : "a", "name": "x", "eventType": "v1.patient.statusChanged", "unknownKey": {"deep": [1, 2]} , "message": {"b": 2,  "a": 1} }';
-    const r = await commit(w, [page(1, [ev('z'), e2]), page(2, [{ id: 'm', name: 'v1.patient.created', publishedTime: '2026-01-05T10:00:00+02:00', message: { a: 1 } }])]);
+    const e2 =
+      '{ "id" : "a", "name": "x", "eventType": "v1.patient.statusChanged", "unknownKey": {"deep": [1, 2]} , "message": {"b": 2,  "a": 1} }';
+    const r = await commit(w, [
+      page(1, [ev('z'), e2]),
+      page(2, [{ id: 'm', name: 'v1.patient.created', publishedTime: '2026-01-05T10:00:00+02:00', message: { a: 1 } }]),
+    ]);
     expect(r).toEqual({ inserted: 3, duplicates: 0, quarantined: 0, lastPosition: 3, pages: 2 });
     const rows = await wh.all<{ p: bigint; id: string; t: string; pt: string | null; env: string; msg: string; eid: string }>(
       `select stream_position as p, event_id as id, event_type as t, strftime(published_time, '%Y-%m-%dT%H:%M:%S.%gZ') as pt,
@@ -75,13 +83,36 @@ describe('BatchWriter and RawEventWriter (docs/ingest.md "How a batch is written
   });
 
   it('publishedTime is cast as TRY_CAST does (offsets applied, unparseable as NULL, ±infinity kept)', async () => {
-    const times = ['2026-01-05T10:00:00+02:00', '2026-01-05T03:00:00.5-05:00', '2026-02-30T08:00:00Z', 'yesterday', 'infinity', '-infinity', 12345, null];
+    const times = [
+      '2026-01-05T10:00:00+02:00',
+      '2026-01-05T03:00:00.5-05:00',
+      '2026-02-30T08:00:00Z',
+      'yesterday',
+      'infinity',
+      '-infinity',
+      12345,
+      null,
+    ];
     const w = await batchWriter();
-    await commit(w, [page(1, times.map((t, i) => ev(`t${i}`, { publishedTime: t })))]);
-    const rows = await wh.all<{ us: bigint | null; txt: string | null }>('select epoch_us(published_time) as us, published_time::varchar as txt from raw.events order by stream_position');
+    await commit(w, [
+      page(
+        1,
+        times.map((t, i) => ev(`t${i}`, { publishedTime: t })),
+      ),
+    ]);
+    const rows = await wh.all<{ us: bigint | null; txt: string | null }>(
+      'select epoch_us(published_time) as us, published_time::varchar as txt from raw.events order by stream_position',
+    );
     expect(rows[0]!.us).toBe(BigInt(Date.UTC(2026, 0, 5, 8)) * 1000n);
     expect(rows[1]!.us).toBe(BigInt(Date.UTC(2026, 0, 5, 8, 0, 0, 500)) * 1000n);
-    expect(rows.slice(2).map((r) => (r.txt === 'infinity' || r.txt === '-infinity' ? r.txt : r.us))).toEqual([null, null, 'infinity', '-infinity', null, null]);
+    expect(rows.slice(2).map((r) => (r.txt === 'infinity' || r.txt === '-infinity' ? r.txt : r.us))).toEqual([
+      null,
+      null,
+      'infinity',
+      '-infinity',
+      null,
+      null,
+    ]);
   });
 
   it('skips an id re-sent with the same payload, within and across batches', async () => {
@@ -95,7 +126,8 @@ describe('BatchWriter and RawEventWriter (docs/ingest.md "How a batch is written
   it('a redelivery with its keys in another order and other white space is the same event (exit 6 on every rerun before)', async () => {
     const w = await batchWriter();
     await commit(w, [page(1, [ev('a', { message: { x: 1, y: [1, { p: 'q', r: null }] } })])]);
-    const reordered = '{ "message" : { "y" : [ 1 , { "r": null, "p": "q" } ], "x": 1.0 }, "publishedTime": "2026-01-05T08:00:00.123Z", "eventType": "v1.patient.statusChanged", "id": "a" }';
+    const reordered =
+      '{ "message" : { "y" : [ 1 , { "r": null, "p": "q" } ], "x": 1.0 }, "publishedTime": "2026-01-05T08:00:00.123Z", "eventType": "v1.patient.statusChanged", "id": "a" }';
     const r = await commit(w, [page(2, [reordered, ev('b')])]);
     expect([r.inserted, r.duplicates]).toEqual([1, 1]);
     expect(await ids()).toEqual(['a', 'b']);
@@ -104,7 +136,9 @@ describe('BatchWriter and RawEventWriter (docs/ingest.md "How a batch is written
   it('refuses the same id with another payload: nothing of that page, the pages before it kept with their cursor', async () => {
     const w = await batchWriter();
     await commit(w, [page(1, [ev('a')])]);
-    const err = await commit(w, [page(2, [ev('b')]), page(7, [ev('c'), ev('a', { message: { patientStatus: 'enrolled' } })])]).catch((e: unknown) => e);
+    const err = await commit(w, [page(2, [ev('b')]), page(7, [ev('c'), ev('a', { message: { patientStatus: 'enrolled' } })])]).catch(
+      (e: unknown) => e,
+    );
     expect(err).toBeInstanceOf(PageContractError);
     expect(err).toBeInstanceOf(UpstreamContractError);
     expect((err as Error).message).toMatch(/page 7: an event id was sent again with a different payload/);
@@ -130,9 +164,11 @@ describe('BatchWriter and RawEventWriter (docs/ingest.md "How a batch is written
     const r = await commit(await batchWriter(), [page(2, [ev('a'), ev('c')])]);
     expect([r.inserted, r.duplicates]).toEqual([1, 1]);
     expect(await ids()).toEqual(['a', 'b', 'c']);
-    const probe = await wh.one<{ same: boolean }>("select probe_hash = hash('recruit-etl etl.event_ids'::varchar) as same from etl.event_id_hashing");
+    const probe = await wh.one<{ same: boolean }>(
+      "select probe_hash = hash('recruit-etl etl.event_ids'::varchar) as same from etl.event_id_hashing",
+    );
     expect(probe?.same).toBe(true);
-    expect(await count('select count(*) as n from etl.event_ids where id_hash = hash(\'a\')')).toBe(1);
+    expect(await count("select count(*) as n from etl.event_ids where id_hash = hash('a')")).toBe(1);
   });
 
   it('the same id on another stream is not a repeat', async () => {
@@ -141,7 +177,7 @@ describe('BatchWriter and RawEventWriter (docs/ingest.md "How a batch is written
     expect(await count('select count(*) as n from raw.events')).toBe(2);
   });
 
-  it('an id stored on another stream before the batch\'s positions is not a repeat either (the probe reads every stream\'s hashes)', async () => {
+  it("an id stored on another stream before the batch's positions is not a repeat either (the probe reads every stream's hashes)", async () => {
     await commit(await batchWriter('s1'), [page(1, [ev('x'), ev('a'), ev('y')])]);
     const s2 = await batchWriter('s2');
     await commit(s2, [page(1, [ev('b'), ev('c'), ev('d')])]);
@@ -153,7 +189,8 @@ describe('BatchWriter and RawEventWriter (docs/ingest.md "How a batch is written
 
   it('a lone surrogate in a message is quarantined: its place kept, a readable form stored, the text as sent beside it (the warehouse was bricked before)', async () => {
     const w = await batchWriter();
-    const bad = '{"id":"q1","eventType":"v1.patient.statusChanged","publishedTime":"2026-01-05T08:00:00.123Z","message":{"patientStatus":"preScreening","referralSubjectId":"RS-1","note":"x\\ud800y"}}';
+    const bad =
+      '{"id":"q1","eventType":"v1.patient.statusChanged","publishedTime":"2026-01-05T08:00:00.123Z","message":{"patientStatus":"preScreening","referralSubjectId":"RS-1","note":"x\\ud800y"}}';
     const bad2 = '{"id":"q2","eventType":"v1.patient.statusChanged\\udfff","message":{"\\udbff":1}}';
     const r = await commit(w, [page(1, [ev('a'), bad, ev('b'), bad2])]);
     expect(r).toEqual({ inserted: 4, duplicates: 0, quarantined: 2, lastPosition: 4, pages: 1 });
@@ -168,7 +205,10 @@ describe('BatchWriter and RawEventWriter (docs/ingest.md "How a batch is written
     const q = await wh.all<{ p: bigint; id: string; body: string; reason: string }>(
       'select stream_position as p, event_id as id, body, reason from raw.quarantined_events order by stream_position',
     );
-    expect(q.map((x) => [Number(x.p), x.id, x.body])).toEqual([[2, 'q1', bad], [4, 'q2', bad2]]);
+    expect(q.map((x) => [Number(x.p), x.id, x.body])).toEqual([
+      [2, 'q1', bad],
+      [4, 'q2', bad2],
+    ]);
     expect(q[0]!.reason).toMatch(/lone surrogate/);
     // Redelivered as sent: recognised as the same event.
     const again = await commit(w, [page(2, [bad, ev('c')])]);
@@ -214,7 +254,15 @@ describe('BatchWriter and RawEventWriter (docs/ingest.md "How a batch is written
 
   it(`writes raw.events in row groups of ${ROW_GROUP_SIZE} rows, under the catalog named after the file`, async () => {
     const w = await batchWriter();
-    await commit(w, Array.from({ length: 20 }, (_, p) => page(p + 1, Array.from({ length: 1000 }, (_, i) => ev(`e${p}-${i}`)))));
+    await commit(
+      w,
+      Array.from({ length: 20 }, (_, p) =>
+        page(
+          p + 1,
+          Array.from({ length: 1000 }, (_, i) => ev(`e${p}-${i}`)),
+        ),
+      ),
+    );
     await wh.checkpoint();
     const groups = await wh.all<{ rows: bigint | number }>(
       `select max(count) as rows from pragma_storage_info('raw.events') group by row_group_id order by row_group_id`,
@@ -236,12 +284,13 @@ describe('BatchWriter and RawEventWriter (docs/ingest.md "How a batch is written
       const readOnly = (await ro.one<{ c: string }>('select current_database() as c'))!.c;
       expect(Number((await ro.one<{ n: bigint }>('select count(*) as n from etl.schema_migrations'))!.n)).toBeGreaterThan(0);
       await ro.close();
-      if (name === 'memory.duckdb') expect(writable).toBe('recruit_etl_warehouse'); // "memory" is the session's own
+      if (name === 'memory.duckdb')
+        expect(writable).toBe('recruit_etl_warehouse'); // "memory" is the session's own
       else expect(writable).toBe(readOnly);
     }
   });
 
-  it("a writable open removes the spill folder a killed run left (<db>.tmp); a read-only open or another folder is left alone", async () => {
+  it('a writable open removes the spill folder a killed run left (<db>.tmp); a read-only open or another folder is left alone', async () => {
     const file = join(tmp.dir, 'spill.duckdb');
     const stale = `${file}.tmp`;
     const leave = () => {

@@ -1,12 +1,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import {
-  EXPORTED_PREFIXES,
-  isExportedModel,
-  loadModelCatalog,
-  parseModelConfig,
-} from '../../../src/catalog/catalog.js';
+import { EXPORTED_PREFIXES, isExportedModel, loadModelCatalog, parseModelConfig } from '../../../src/catalog/catalog.js';
 import { MODELS_DIR } from '../../../src/paths.js';
 import { REPORT_MARTS, reportModels } from '../../../src/report/reportData.js';
 
@@ -87,7 +82,12 @@ describe('the model catalog of sql/models', () => {
   it('holds every model the report reads, exported: its marts and every dq_ model', () => {
     const models = reportModels(catalog);
     for (const name of models) expect(catalog.get(name)?.exported, name).toBe(true);
-    expect(models.filter((m) => m.startsWith('dq_')).sort()).toEqual(catalog.models.filter((m) => m.layer === 'dq').map((m) => m.name).sort());
+    expect(models.filter((m) => m.startsWith('dq_')).sort()).toEqual(
+      catalog.models
+        .filter((m) => m.layer === 'dq')
+        .map((m) => m.name)
+        .sort(),
+    );
     expect(models.slice(0, REPORT_MARTS.length)).toEqual([...REPORT_MARTS]);
     expect(models).toContain('dq_orphan_events');
   });

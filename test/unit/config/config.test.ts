@@ -24,7 +24,13 @@ describe('resolveConfig', () => {
     expect(err).toBeInstanceOf(ConfigError);
     const e = err as ConfigError;
     expect(e.exitCode).toBe(2);
-    for (const name of ['--auth-url (RECRUIT_ETL_AUTH_URL)', '--client-id (RECRUIT_ETL_CLIENT_ID)', 'RECRUIT_ETL_CLIENT_SECRET_FILE', '--audience (RECRUIT_ETL_AUDIENCE)', '--trial-id (RECRUIT_ETL_TRIAL_ID)']) {
+    for (const name of [
+      '--auth-url (RECRUIT_ETL_AUTH_URL)',
+      '--client-id (RECRUIT_ETL_CLIENT_ID)',
+      'RECRUIT_ETL_CLIENT_SECRET_FILE',
+      '--audience (RECRUIT_ETL_AUDIENCE)',
+      '--trial-id (RECRUIT_ETL_TRIAL_ID)',
+    ]) {
       expect(e.message).toContain(name);
     }
     expect(e.message).not.toContain('--base-url');

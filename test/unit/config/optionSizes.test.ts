@@ -76,7 +76,14 @@ describe('string options have sizes', () => {
       expect(refusal({ [key]: spec.array ? [over] : over }), key).toContain(`${optionLabel(key)}: must be at most`);
     }
     const at = (n: number): string => 'x'.repeat(n);
-    const c = resolveConfig({ environment: at(64), clientId: at(256), trialId: [at(256)], db: `/${at(4095)}`, clientSecret: at(65536), baseUrl: `http://h/${at(8192 - 9)}` });
+    const c = resolveConfig({
+      environment: at(64),
+      clientId: at(256),
+      trialId: [at(256)],
+      db: `/${at(4095)}`,
+      clientSecret: at(65536),
+      baseUrl: `http://h/${at(8192 - 9)}`,
+    });
     expect(c.environment).toHaveLength(64);
     expect(c.trialId[0]).toHaveLength(256);
     expect(c.db).toHaveLength(4096);

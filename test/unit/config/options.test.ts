@@ -2,7 +2,15 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import yargs, { type Argv } from 'yargs';
-import { COMMAND_NAMES, gatherOptions, OPTIONS, optionsFor, readConfigFile, resolveConfig, unknownVariables } from '../../../src/config/config.js';
+import {
+  COMMAND_NAMES,
+  gatherOptions,
+  OPTIONS,
+  optionsFor,
+  readConfigFile,
+  resolveConfig,
+  unknownVariables,
+} from '../../../src/config/config.js';
 import { commandOptions, KNOWN_KEYS, KNOWN_VARIABLES } from '../../../src/cli/options.js';
 import { ConfigError, EXIT_CODE_HELP } from '../../../src/errors.js';
 import { ROOT } from '../../helpers/cli.js';
@@ -40,9 +48,15 @@ describe('options declared once in the schema', () => {
 
   it('each command takes only its own options', async () => {
     const parse = async (command: (typeof COMMAND_NAMES)[number], args: string[]) =>
-      commandOptions(yargs(args).strictOptions().exitProcess(false).fail((msg) => {
-        throw new Error(msg);
-      }) as Argv, command).parseAsync();
+      commandOptions(
+        yargs(args)
+          .strictOptions()
+          .exitProcess(false)
+          .fail((msg) => {
+            throw new Error(msg);
+          }) as Argv,
+        command,
+      ).parseAsync();
     expect(optionsFor('status').map((o) => o.flag)).not.toContain('client-secret');
     await expect(parse('status', ['--client-secret', 'x'])).rejects.toThrow(/Unknown argument/);
     await expect(parse('transform', ['--trial-id', 'x'])).rejects.toThrow(/Unknown argument/);
@@ -79,17 +93,30 @@ describe('options declared once in the schema', () => {
       }
       throw new Error('accepted');
     };
-    expect(refused({ flags: {}, env: { RECRUIT_ETL_LAKE_PIPELINE_MOVED: 'true' } })).toMatch(/^--lake-pipeline-moved .*RECRUIT_ETL_LAKE_PIPELINE_MOVED.*give it on the command line, once/);
+    expect(refused({ flags: {}, env: { RECRUIT_ETL_LAKE_PIPELINE_MOVED: 'true' } })).toMatch(
+      /^--lake-pipeline-moved .*RECRUIT_ETL_LAKE_PIPELINE_MOVED.*give it on the command line, once/,
+    );
     // Also with the flag given: the variable would stay set for the next command.
-    expect(refused({ flags: { yes: true }, env: { RECRUIT_ETL_YES: '1' } })).toMatch(/^--yes .*RECRUIT_ETL_YES.*give it on the command line, once/);
-    expect(refused({ flags: {}, file: { lakePipelineMoved: false } })).toMatch(/^--lake-pipeline-moved .*--config file.*give it on the command line, once/);
+    expect(refused({ flags: { yes: true }, env: { RECRUIT_ETL_YES: '1' } })).toMatch(
+      /^--yes .*RECRUIT_ETL_YES.*give it on the command line, once/,
+    );
+    expect(refused({ flags: {}, file: { lakePipelineMoved: false } })).toMatch(
+      /^--lake-pipeline-moved .*--config file.*give it on the command line, once/,
+    );
     expect(refused({ flags: {}, file: { yes: true } })).toMatch(/^--yes .*--config file/);
     // An empty variable counts as unset.
     expect(gatherOptions(specs, { flags: {}, env: { RECRUIT_ETL_YES: '' } })).not.toHaveProperty('yes');
   });
 
   it('unknown RECRUIT_ETL_* variables are listed, known ones of any command are not', () => {
-    const env = { RECRUIT_ETL_SERVICE_HOST: '10.0.0.1', RECRUIT_ETL_PORT: 'tcp://10.0.0.1:80', RECRUIT_ETL_DB: 'x', RECRUIT_ETL_SEED: '3', RECRUIT_ETL_FAILPOINT: 'a:1', HOME: '/' };
+    const env = {
+      RECRUIT_ETL_SERVICE_HOST: '10.0.0.1',
+      RECRUIT_ETL_PORT: 'tcp://10.0.0.1:80',
+      RECRUIT_ETL_DB: 'x',
+      RECRUIT_ETL_SEED: '3',
+      RECRUIT_ETL_FAILPOINT: 'a:1',
+      HOME: '/',
+    };
     expect(unknownVariables(env, KNOWN_VARIABLES)).toEqual(['RECRUIT_ETL_SERVICE_HOST']);
   });
 
@@ -116,12 +143,15 @@ describe('options declared once in the schema', () => {
 
   it('a configured trial or microsite id that is not valid Unicode is exit 2 naming it (exit 1 before, when the URL was built)', () => {
     expect(() => resolveConfig({ trialId: ['t\ud800'] })).toThrow(/--trial-id \(RECRUIT_ETL_TRIAL_ID\): must be valid Unicode text/);
-    expect(() => resolveConfig({ micrositeId: 'm\udc00' })).toThrow(/--microsite-id \(RECRUIT_ETL_MICROSITE_ID\): must be valid Unicode text/);
+    expect(() => resolveConfig({ micrositeId: 'm\udc00' })).toThrow(
+      /--microsite-id \(RECRUIT_ETL_MICROSITE_ID\): must be valid Unicode text/,
+    );
   });
 
   it('every invalid value is named with its flag and variable', () => {
     expect(() => resolveConfig({ memoryLimit: 'lots' })).toThrow(/--memory-limit \(RECRUIT_ETL_MEMORY_LIMIT\): must be a DuckDB size/);
-    for (const ok of ['2GB', '512MB', '1.5GiB', '4 GB', '100000000b', '3 gigabytes']) expect(resolveConfig({ memoryLimit: ok }).memoryLimit).toBe(ok);
+    for (const ok of ['2GB', '512MB', '1.5GiB', '4 GB', '100000000b', '3 gigabytes'])
+      expect(resolveConfig({ memoryLimit: ok }).memoryLimit).toBe(ok);
     expect(() => resolveConfig({ batchPages: 'many' })).toThrow(/--batch-pages \(RECRUIT_ETL_BATCH_PAGES\)/);
     expect(() => resolveConfig({ logLevel: 'loud' })).toThrow(/--log-level \(RECRUIT_ETL_LOG_LEVEL\)/);
     expect(() => resolveConfig({ verbose: 'maybe' })).toThrow(/--verbose \(RECRUIT_ETL_VERBOSE\)/);

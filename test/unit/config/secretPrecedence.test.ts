@@ -15,7 +15,13 @@ import { tempDir } from '../../helpers/tmp.js';
 const tmp = tempDir('recruit-etl-secret-');
 afterAll(() => tmp.cleanup());
 
-const REQUIRED = { 'base-url': 'http://127.0.0.1:1', 'auth-url': 'http://127.0.0.1:1', 'client-id': 'id', audience: 'aud', 'trial-id': 't1' };
+const REQUIRED = {
+  'base-url': 'http://127.0.0.1:1',
+  'auth-url': 'http://127.0.0.1:1',
+  'client-id': 'id',
+  audience: 'aud',
+  'trial-id': 't1',
+};
 
 /** The options of `extract` from these sources, as the CLI gathers and resolves them. */
 function resolveFrom(flags: Record<string, unknown>, env: Record<string, string>, file?: Record<string, unknown>): Config {
@@ -63,7 +69,8 @@ describe('the client secret: one setting, flag > environment > config file', () 
   });
 
   it('both at the same level is exit 2 naming both options: as flags, as variables, in the config file', () => {
-    const both = /--client-secret \(RECRUIT_ETL_CLIENT_SECRET\) and --client-secret-file \(RECRUIT_ETL_CLIENT_SECRET_FILE\) are one setting, given both at the same level/;
+    const both =
+      /--client-secret \(RECRUIT_ETL_CLIENT_SECRET\) and --client-secret-file \(RECRUIT_ETL_CLIENT_SECRET_FILE\) are one setting, given both at the same level/;
     expect(refused(() => resolveFrom({ clientSecret: 'a', clientSecretFile: good }, {})).message).toMatch(both);
     expect(refused(() => resolveFrom({}, { RECRUIT_ETL_CLIENT_SECRET: 'a', RECRUIT_ETL_CLIENT_SECRET_FILE: good })).message).toMatch(both);
     const e = refused(() => resolveFrom({}, {}, { 'client-secret': 'a-config-secret', 'client-secret-file': good }));
@@ -75,11 +82,15 @@ describe('the client secret: one setting, flag > environment > config file', () 
     const label = '--client-secret-file (RECRUIT_ETL_CLIENT_SECRET_FILE)';
     const big = join(tmp.dir, 'big-secret');
     writeFileSync(big, Buffer.alloc(64 * 1024 + 1, 0x61));
-    expect(refused(() => resolveFrom({ clientSecretFile: big }, {})).message).toBe(`${label}: ${big} is 65537 bytes, over the 64 KiB limit`);
+    expect(refused(() => resolveFrom({ clientSecretFile: big }, {})).message).toBe(
+      `${label}: ${big} is 65537 bytes, over the 64 KiB limit`,
+    );
     writeFileSync(big, Buffer.alloc(64 * 1024, 0x61));
     expect(resolveFrom({ clientSecretFile: big }, {}).clientSecret).toHaveLength(64 * 1024);
     // A FIFO and /dev/zero: test/integration/cli/inputFiles.test.ts, in a child process with a deadline.
-    expect(refused(() => resolveFrom({ clientSecretFile: '/dev/null' }, {})).message).toBe(`${label}: /dev/null is a character device, not a regular file`);
+    expect(refused(() => resolveFrom({ clientSecretFile: '/dev/null' }, {})).message).toBe(
+      `${label}: /dev/null is a character device, not a regular file`,
+    );
     const empty = join(tmp.dir, 'empty-secret');
     writeFileSync(empty, '\n');
     expect(refused(() => resolveFrom({ clientSecretFile: empty }, {})).message).toBe(`${label}: ${empty} is empty`);

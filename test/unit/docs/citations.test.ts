@@ -14,7 +14,13 @@ const SELF = 'test/unit/docs/citations.test.ts';
 /** Tracked text files of the repository (the lock file aside). */
 const files = execFileSync('git', ['ls-files', '-z', '--cached', '--others', '--exclude-standard'], { cwd: ROOT, encoding: 'utf8' })
   .split('\0')
-  .filter((f) => f !== '' && f !== SELF && f !== 'package-lock.json' && /\.(ts|js|mjs|md|sql|ya?ml|json|csv|sh|txt)$|^Makefile$|^Dockerfile$|^deploy\//.test(f));
+  .filter(
+    (f) =>
+      f !== '' &&
+      f !== SELF &&
+      f !== 'package-lock.json' &&
+      /\.(ts|js|mjs|md|sql|ya?ml|json|csv|sh|txt)$|^Makefile$|^Dockerfile$|^deploy\//.test(f),
+  );
 const text = (f: string): string => {
   try {
     return readFileSync(join(ROOT, f), 'utf8');
@@ -24,7 +30,15 @@ const text = (f: string): string => {
 };
 
 /** Names of documents that are not in the repository. */
-const FOREIGN = [/\bDESIGN\.md\b/, /\bDOMAIN\.md\b/, /\bRELIABILITY\.md\b/, /\bSTYLE\.md\b/, /upstream-interface-spec/, /\bspec §/, /\.\.\/shared\//];
+const FOREIGN = [
+  /\bDESIGN\.md\b/,
+  /\bDOMAIN\.md\b/,
+  /\bRELIABILITY\.md\b/,
+  /\bSTYLE\.md\b/,
+  /upstream-interface-spec/,
+  /\bspec §/,
+  /\.\.\/shared\//,
+];
 
 describe('self-contained docs', () => {
   it('finds the files it checks', () => {
@@ -47,7 +61,11 @@ describe('self-contained docs', () => {
     const machine = /(^|[\s`'"(])\/(work|home|Users|root|builds?|runner|tmp)\/[\w.-]/;
     const hits = files
       .filter((f) => f === 'README.md' || f.startsWith('docs/'))
-      .flatMap((f) => text(f).split('\n').flatMap((line, i) => (machine.test(line) ? [`${f}:${i + 1}: ${line.trim()}`] : [])));
+      .flatMap((f) =>
+        text(f)
+          .split('\n')
+          .flatMap((line, i) => (machine.test(line) ? [`${f}:${i + 1}: ${line.trim()}`] : [])),
+      );
     expect(hits).toEqual([]);
   });
 

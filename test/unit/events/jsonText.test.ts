@@ -19,7 +19,9 @@ describe('jsonText: JSON text of a parsed value without recursion', () => {
   });
 
   it('sorts members when asked, at every level, and makes strings and names well-formed when asked', () => {
-    expect(jsonText(JSON.parse('{"b":{"z":1,"y":[{"d":1,"c":2}]},"a":0}'), { sortKeys: true })).toBe('{"a":0,"b":{"y":[{"c":2,"d":1}],"z":1}}');
+    expect(jsonText(JSON.parse('{"b":{"z":1,"y":[{"d":1,"c":2}]},"a":0}'), { sortKeys: true })).toBe(
+      '{"a":0,"b":{"y":[{"c":2,"d":1}],"z":1}}',
+    );
     expect(jsonText(JSON.parse('{"\\udc00k":["x\\ud800"]}'), { wellFormed: true })).toBe('{"\uFFFDk":["x\uFFFD"]}');
   });
 

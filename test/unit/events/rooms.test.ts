@@ -16,16 +16,18 @@ function filesOf(room: string): string[] {
 function roomsImported(file: string): string[] {
   const text = readFileSync(file, 'utf8');
   const specifiers = [...text.matchAll(/(?:\bfrom\s*|\bimport\s*\(?\s*)['"]([^'"]+)['"]/g)].map((m) => m[1]!);
-  return specifiers
-    .filter((s) => s.startsWith('.'))
-    .map((s) => relative(SRC, resolve(dirname(file), s)).split(/[\\/]/)[0]!);
+  return specifiers.filter((s) => s.startsWith('.')).map((s) => relative(SRC, resolve(dirname(file), s)).split(/[\\/]/)[0]!);
 }
 
 /** `file: room` for each import of `from` that reaches into `to`. */
 function crossings(from: string, to: string): string[] {
   const files = filesOf(from);
   expect(files.length).toBeGreaterThan(0);
-  return files.flatMap((f) => roomsImported(f).filter((room) => room === to).map((room) => `${relative(SRC, f)}: ${room}`));
+  return files.flatMap((f) =>
+    roomsImported(f)
+      .filter((room) => room === to)
+      .map((room) => `${relative(SRC, f)}: ${room}`),
+  );
 }
 
 describe('the rooms of src/ (docs/architecture.md "Layout")', () => {
@@ -58,6 +60,7 @@ describe('the stages below the pipeline (docs/architecture.md "Layout")', () => 
   });
 
   it('src/catalog reads files only: it imports no stage and no warehouse', () => {
-    for (const room of ['extract', 'upstream', 'warehouse', 'transform', 'export', 'report', 'publish', 'pipeline']) expect(crossings('catalog', room), room).toEqual([]);
+    for (const room of ['extract', 'upstream', 'warehouse', 'transform', 'export', 'report', 'publish', 'pipeline'])
+      expect(crossings('catalog', room), room).toEqual([]);
   });
 });

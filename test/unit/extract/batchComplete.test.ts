@@ -1,5 +1,14 @@
 import { describe, expect, it } from 'vitest';
-import { BATCH_MAX_BYTES, DEFAULT_BATCH_PAGES, PAGE_SLICE_BYTES, PAGE_SLICE_THRESHOLD_BYTES, WIDE_BATCH_BYTES, batchComplete, pageSlices, wideBatch } from '../../../src/extract/batches.js';
+import {
+  BATCH_MAX_BYTES,
+  DEFAULT_BATCH_PAGES,
+  PAGE_SLICE_BYTES,
+  PAGE_SLICE_THRESHOLD_BYTES,
+  WIDE_BATCH_BYTES,
+  batchComplete,
+  pageSlices,
+  wideBatch,
+} from '../../../src/extract/batches.js';
 import { readEventsPage } from '../../../src/upstream/page.js';
 import { WIDE_ROW_BYTES } from '../../../src/warehouse/BatchFile.js';
 
@@ -38,7 +47,10 @@ describe('pageSlices (docs/ingest.md "Large pages")', () => {
   /** A page of `n` events of about `size` bytes each. */
   const page = (n: number, size: number) => {
     const pad = 'x'.repeat(size);
-    const body = JSON.stringify({ events: Array.from({ length: n }, (_, i) => ({ id: `e${i}`, eventType: 't', message: { pad } })), pagination: { nextPage: 'http://h/x', hasNextPage: false } });
+    const body = JSON.stringify({
+      events: Array.from({ length: n }, (_, i) => ({ id: `e${i}`, eventType: 't', message: { pad } })),
+      pagination: { nextPage: 'http://h/x', hasNextPage: false },
+    });
     return { events: readEventsPage(body).events, bytes: Buffer.byteLength(body) };
   };
 

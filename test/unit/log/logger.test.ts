@@ -8,7 +8,12 @@ function capture(secrets?: SecretRegistry) {
   const lines: string[] = [];
   const destination = new Writable({
     write(chunk: Buffer, _enc, cb) {
-      lines.push(...chunk.toString('utf8').split('\n').filter((l) => l !== ''));
+      lines.push(
+        ...chunk
+          .toString('utf8')
+          .split('\n')
+          .filter((l) => l !== ''),
+      );
       cb();
     },
   });
@@ -71,7 +76,12 @@ describe('the logger keeps error reasons and censors payload messages', () => {
     const secrets = new SecretRegistry();
     secrets.addSecret('CANARY-SECRET-77aa');
     const { logger, lines, parsed } = capture(secrets);
-    logger.warn({ err: { message: 'Conversion Error: Malformed JSON at byte 2 of input: unexpected character.  Input: {"subject":"SUBJ-CANARY-5"}' } }, 'a');
+    logger.warn(
+      {
+        err: { message: 'Conversion Error: Malformed JSON at byte 2 of input: unexpected character.  Input: {"subject":"SUBJ-CANARY-5"}' },
+      },
+      'a',
+    );
     logger.warn({ err: { message: `first line\nsecond line SUBJ-CANARY-6` } }, 'b');
     logger.warn({ err: { message: 'x'.repeat(5000) } }, 'c');
     logger.warn({ err: { message: 'token endpoint said invalid_client CANARY-SECRET-77aa' } }, 'd');

@@ -11,7 +11,12 @@ function capture(secrets?: SecretRegistry) {
   const lines: string[] = [];
   const destination = new Writable({
     write(chunk: Buffer, _enc, cb) {
-      lines.push(...chunk.toString('utf8').split('\n').filter((l) => l !== ''));
+      lines.push(
+        ...chunk
+          .toString('utf8')
+          .split('\n')
+          .filter((l) => l !== ''),
+      );
       cb();
     },
   });
@@ -81,7 +86,15 @@ describe('logger', () => {
 
   it('a message key holding an event payload object stays censored, as do credential keys', () => {
     const { logger, lines } = capture();
-    logger.info({ event: { message: { referralSubjectId: 'SUBJ-CANARY-1' } }, message: { a: 1 }, token: 'CANARY-TOKEN-x', client: { secret: 'CANARY-SECRET-y' } }, 'x');
+    logger.info(
+      {
+        event: { message: { referralSubjectId: 'SUBJ-CANARY-1' } },
+        message: { a: 1 },
+        token: 'CANARY-TOKEN-x',
+        client: { secret: 'CANARY-SECRET-y' },
+      },
+      'x',
+    );
     const line = JSON.parse(lines[0]!) as Record<string, unknown>;
     expect(line['event']).toEqual({ message: REDACTED });
     expect(line['message']).toBe(REDACTED);

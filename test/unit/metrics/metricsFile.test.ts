@@ -3,7 +3,14 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, lstatSync, mkdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { register } from 'prom-client';
-import { METRICS, MetricsFileError, readSeries, writeMetricsFile, type CommandOutcome, type Series } from '../../../src/metrics/metricsFile.js';
+import {
+  METRICS,
+  MetricsFileError,
+  readSeries,
+  writeMetricsFile,
+  type CommandOutcome,
+  type Series,
+} from '../../../src/metrics/metricsFile.js';
 import type { WarehouseSeries } from '../../../src/metrics/warehouseSeries.js';
 import { readerModes } from '../../../src/fs/readerFiles.js';
 import { tempDir } from '../../helpers/tmp.js';
@@ -20,7 +27,8 @@ const MODES = readerModes(0o644);
 const t = (iso: string): number => Date.parse(iso) / 1000;
 
 /** Values of `name` by the value of `label`. */
-const by = (m: Series, name: string, label = 'command'): Map<string, number> => new Map((m.get(name) ?? []).map((s) => [s.labels[label] ?? '', s.value]));
+const by = (m: Series, name: string, label = 'command'): Map<string, number> =>
+  new Map((m.get(name) ?? []).map((s) => [s.labels[label] ?? '', s.value]));
 
 const warehouse = (o: Partial<WarehouseSeries> = {}): WarehouseSeries => ({
   readAt: new Date('2026-11-23T02:01:29Z'),
@@ -43,16 +51,33 @@ describe('the metrics file', () => {
     tmp = tempDir();
     const path = join(tmp.dir, 'm.prom');
     await writeMetricsFile(path, outcome({ stageSeconds: { extract: 60, transform: 20.5 } }), MODES);
-    await writeMetricsFile(path, outcome({ exitCode: 4, eventsLoaded: 5, finishedAt: new Date('2026-11-24T02:00:10Z'), startedAt: new Date('2026-11-24T02:00:00Z'), stageSeconds: { extract: 10 } }), MODES);
+    await writeMetricsFile(
+      path,
+      outcome({
+        exitCode: 4,
+        eventsLoaded: 5,
+        finishedAt: new Date('2026-11-24T02:00:10Z'),
+        startedAt: new Date('2026-11-24T02:00:00Z'),
+        stageSeconds: { extract: 10 },
+      }),
+      MODES,
+    );
     await writeMetricsFile(path, outcome({ command: 'export', eventsLoaded: 0, stageSeconds: { export: 3 } }), MODES);
     const m = readSeries(readFileSync(path, 'utf8'));
-    expect(by(m, 'recruit_etl_events_loaded_total')).toEqual(new Map([['run', 15], ['export', 0]]));
+    expect(by(m, 'recruit_etl_events_loaded_total')).toEqual(
+      new Map([
+        ['run', 15],
+        ['export', 0],
+      ]),
+    );
     expect(by(m, 'recruit_etl_last_exit_code').get('run')).toBe(4);
     expect(by(m, 'recruit_etl_last_success_timestamp_seconds').get('run')).toBe(t('2026-11-23T02:01:30Z'));
     expect(by(m, 'recruit_etl_last_run_timestamp_seconds').get('run')).toBe(t('2026-11-24T02:00:10Z'));
     expect(by(m, 'recruit_etl_last_run_duration_seconds').get('run')).toBe(10);
     // Stage durations of the command's last run only: the failed run had no transform.
-    expect((m.get('recruit_etl_stage_duration_seconds') ?? []).map((s) => [s.labels['command'], s.labels['stage'], s.value]).sort()).toEqual([
+    expect(
+      (m.get('recruit_etl_stage_duration_seconds') ?? []).map((s) => [s.labels['command'], s.labels['stage'], s.value]).sort(),
+    ).toEqual([
       ['export', 'export', 3],
       ['run', 'extract', 10],
     ]);
@@ -66,11 +91,19 @@ describe('the metrics file', () => {
     await writeMetricsFile(path, outcome({ eventsLoaded: 10 }), MODES);
     const before = readSeries(readFileSync(path, 'utf8'));
     const base = await writeMetricsFile(path, outcome({ eventsLoaded: 500, finishedAt: new Date('2026-11-24T02:01:30Z') }), MODES);
-    await writeMetricsFile(path, outcome({ exitCode: 7, eventsLoaded: 500, finishedAt: new Date('2026-11-24T02:01:31Z') }), MODES, undefined, base);
+    await writeMetricsFile(
+      path,
+      outcome({ exitCode: 7, eventsLoaded: 500, finishedAt: new Date('2026-11-24T02:01:31Z') }),
+      MODES,
+      undefined,
+      base,
+    );
     const m = readSeries(readFileSync(path, 'utf8'));
     expect(by(m, 'recruit_etl_events_loaded_total').get('run')).toBe(510);
     expect(by(m, 'recruit_etl_last_exit_code').get('run')).toBe(7);
-    expect(by(m, 'recruit_etl_last_success_timestamp_seconds').get('run')).toBe(by(before, 'recruit_etl_last_success_timestamp_seconds').get('run'));
+    expect(by(m, 'recruit_etl_last_success_timestamp_seconds').get('run')).toBe(
+      by(before, 'recruit_etl_last_success_timestamp_seconds').get('run'),
+    );
   });
 
   it("carries the warehouse's series, keeps them when the warehouse was not read, and folds in this run's success", async () => {
@@ -82,22 +115,52 @@ describe('the metrics file', () => {
     expect(by(m, 'recruit_etl_last_successful_run_timestamp_seconds', '').get('')).toBe(t('2026-11-23T02:01:30Z'));
     expect(by(m, 'recruit_etl_last_successful_extract_timestamp_seconds', '').get('')).toBe(t('2026-11-23T02:01:30Z'));
     expect(by(m, 'recruit_etl_newest_event_published_timestamp_seconds', '').get('')).toBe(t('2026-11-23T01:59:00Z'));
-    expect(by(m, 'recruit_etl_stream_events_total', 'stream_id')).toEqual(new Map([['a1b2', 1200], ['old9', 40]]));
-    expect(by(m, 'recruit_etl_stream_quarantined_events_total', 'stream_id')).toEqual(new Map([['a1b2', 2], ['old9', 0]]));
+    expect(by(m, 'recruit_etl_stream_events_total', 'stream_id')).toEqual(
+      new Map([
+        ['a1b2', 1200],
+        ['old9', 40],
+      ]),
+    );
+    expect(by(m, 'recruit_etl_stream_quarantined_events_total', 'stream_id')).toEqual(
+      new Map([
+        ['a1b2', 2],
+        ['old9', 0],
+      ]),
+    );
     // Only active streams have a cursor the runs move.
     expect(by(m, 'recruit_etl_stream_last_poll_timestamp_seconds', 'stream_id')).toEqual(new Map([['a1b2', t('2026-11-23T02:00:30Z')]]));
     expect(by(m, 'recruit_etl_cursor_age_seconds', '').get('')).toBe(60);
-    expect(by(m, 'recruit_etl_data_quality_findings', 'check')).toEqual(new Map([['dq_orphan_events', 3], ['dq_duplicate_statuses', 0]]));
+    expect(by(m, 'recruit_etl_data_quality_findings', 'check')).toEqual(
+      new Map([
+        ['dq_orphan_events', 3],
+        ['dq_duplicate_statuses', 0],
+      ]),
+    );
 
     // Exit 5 on the lock an hour later: no warehouse read; its series stay, the cursor age grows.
-    await writeMetricsFile(path, outcome({ command: 'transform', exitCode: 5, eventsLoaded: 0, startedAt: new Date('2026-11-23T03:01:30Z'), finishedAt: new Date('2026-11-23T03:01:30Z') }), MODES);
+    await writeMetricsFile(
+      path,
+      outcome({
+        command: 'transform',
+        exitCode: 5,
+        eventsLoaded: 0,
+        startedAt: new Date('2026-11-23T03:01:30Z'),
+        finishedAt: new Date('2026-11-23T03:01:30Z'),
+      }),
+      MODES,
+    );
     m = readSeries(readFileSync(path, 'utf8'));
     expect(by(m, 'recruit_etl_warehouse_read_timestamp_seconds', '').get('')).toBe(t('2026-11-23T02:01:29Z'));
     expect(by(m, 'recruit_etl_stream_events_total', 'stream_id').get('a1b2')).toBe(1200);
     expect(by(m, 'recruit_etl_data_quality_findings', 'check').get('dq_orphan_events')).toBe(3);
     expect(by(m, 'recruit_etl_cursor_age_seconds', '').get('')).toBe(3660);
     expect(by(m, 'recruit_etl_last_successful_run_timestamp_seconds', '').get('')).toBe(t('2026-11-23T02:01:30Z'));
-    expect(by(m, 'recruit_etl_last_exit_code')).toEqual(new Map([['run', 0], ['transform', 5]]));
+    expect(by(m, 'recruit_etl_last_exit_code')).toEqual(
+      new Map([
+        ['run', 0],
+        ['transform', 5],
+      ]),
+    );
   });
 
   it('uses Prometheus names: units in the name, _total only on counters, timestamps in seconds', () => {
@@ -128,10 +191,18 @@ describe('the metrics file', () => {
     mkdirSync(dir);
     const link = join(tmp.dir, 'link.prom');
     symlinkSync('/dev/null', link);
-    const cases: [string, RegExp][] = [[fifo, /is a FIFO \(named pipe\)/], [dir, /is a folder/], ['/dev/null', /is a character device/], [link, /symbolic link/]];
+    const cases: [string, RegExp][] = [
+      [fifo, /is a FIFO \(named pipe\)/],
+      [dir, /is a folder/],
+      ['/dev/null', /is a character device/],
+      [link, /symbolic link/],
+    ];
     for (const [path, why] of cases) {
       // A FIFO opened for reading or writing would block this test until its timeout.
-      const err = await writeMetricsFile(path, outcome({}), MODES).then(() => undefined, (e: unknown) => e);
+      const err = await writeMetricsFile(path, outcome({}), MODES).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
       expect(err, path).toBeInstanceOf(MetricsFileError);
       expect((err as Error).message).toMatch(why);
     }
@@ -145,7 +216,10 @@ describe('the metrics file', () => {
     // (As root a 0555 folder is writable: a folder under a regular file fails for everyone.)
     writeFileSync(join(tmp.dir, 'file'), '');
     const path = join(tmp.dir, 'file', 'm.prom');
-    const err = await writeMetricsFile(path, outcome({}), MODES).then(() => undefined, (e: unknown) => e);
+    const err = await writeMetricsFile(path, outcome({}), MODES).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect(err).toBeInstanceOf(MetricsFileError);
     expect((err as Error).message).toMatch(/ENOTDIR|EEXIST/);
     expect(existsSync(path)).toBe(false);

@@ -13,7 +13,12 @@ function capture() {
   const lines: string[] = [];
   const destination = new Writable({
     write(chunk: Buffer, _enc, cb) {
-      lines.push(...chunk.toString('utf8').split('\n').filter((l) => l !== ''));
+      lines.push(
+        ...chunk
+          .toString('utf8')
+          .split('\n')
+          .filter((l) => l !== ''),
+      );
       cb();
     },
   });

@@ -1,6 +1,15 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigError } from '../../../src/errors.js';
-import { LAKE_ALIAS, RESERVED_SCHEMAS, lakePasswords, objectStoreCredentials, objectStoreSecrets, pipelineSchema, postgresConninfo, redactLake } from '../../../src/publish/lake.js';
+import {
+  LAKE_ALIAS,
+  RESERVED_SCHEMAS,
+  lakePasswords,
+  objectStoreCredentials,
+  objectStoreSecrets,
+  pipelineSchema,
+  postgresConninfo,
+  redactLake,
+} from '../../../src/publish/lake.js';
 
 describe('lake attach strings (docs/lakehouse.md "Attach string and options")', () => {
   it('finds the libpq connection string of a postgres catalog, and nothing for another catalog', () => {
@@ -47,21 +56,38 @@ describe('object-store credentials from the AWS_* variables (docs/lakehouse.md "
       AWS_ENDPOINT_URL: 'https://ignored.example:1',
       AWS_ENDPOINT_URL_S3: 'http://127.0.0.1:9000',
     });
-    expect(c).toEqual({ keyId: 'minio', secret: 'minio-secret', sessionToken: 'token-123456', region: 'eu-west-1', endpoint: '127.0.0.1:9000', useSsl: false, urlStyle: 'path' });
-    expect(objectStoreCredentials({ AWS_ACCESS_KEY_ID: 'k', AWS_SECRET_ACCESS_KEY: 's', AWS_ENDPOINT_URL: 'https://minio.internal:9000/' })).toMatchObject({ endpoint: 'minio.internal:9000', useSsl: true });
+    expect(c).toEqual({
+      keyId: 'minio',
+      secret: 'minio-secret',
+      sessionToken: 'token-123456',
+      region: 'eu-west-1',
+      endpoint: '127.0.0.1:9000',
+      useSsl: false,
+      urlStyle: 'path',
+    });
+    expect(
+      objectStoreCredentials({ AWS_ACCESS_KEY_ID: 'k', AWS_SECRET_ACCESS_KEY: 's', AWS_ENDPOINT_URL: 'https://minio.internal:9000/' }),
+    ).toMatchObject({ endpoint: 'minio.internal:9000', useSsl: true });
   });
 
   it('exit 2 for a key id without its secret, or an endpoint that is not an http(s) URL of a host', () => {
     expect(() => objectStoreCredentials({ AWS_ACCESS_KEY_ID: 'k' })).toThrow(ConfigError);
     for (const bad of ['minio:9000', 'ftp://minio', 'https://minio/bucket']) {
-      expect(() => objectStoreCredentials({ AWS_ACCESS_KEY_ID: 'k', AWS_SECRET_ACCESS_KEY: 's', AWS_ENDPOINT_URL: bad }), bad).toThrow(/AWS_ENDPOINT_URL must be/);
+      expect(() => objectStoreCredentials({ AWS_ACCESS_KEY_ID: 'k', AWS_SECRET_ACCESS_KEY: 's', AWS_ENDPOINT_URL: bad }), bad).toThrow(
+        /AWS_ENDPOINT_URL must be/,
+      );
     }
   });
 
   it('the key id, the secret and the token are the values to keep out of every output', () => {
-    expect(objectStoreSecrets({ AWS_ACCESS_KEY_ID: 'AKIAEXAMPLE', AWS_SECRET_ACCESS_KEY: 'wJalrXUtnFEMI', AWS_SESSION_TOKEN: 'tok-abcdefgh', AWS_REGION: 'eu-west-1' }).sort()).toEqual(
-      ['AKIAEXAMPLE', 'tok-abcdefgh', 'wJalrXUtnFEMI'],
-    );
+    expect(
+      objectStoreSecrets({
+        AWS_ACCESS_KEY_ID: 'AKIAEXAMPLE',
+        AWS_SECRET_ACCESS_KEY: 'wJalrXUtnFEMI',
+        AWS_SESSION_TOKEN: 'tok-abcdefgh',
+        AWS_REGION: 'eu-west-1',
+      }).sort(),
+    ).toEqual(['AKIAEXAMPLE', 'tok-abcdefgh', 'wJalrXUtnFEMI']);
   });
 
   it('reserved pipeline schemas: the views schema and the catalogs every DuckDB session has', () => {

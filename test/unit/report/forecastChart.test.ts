@@ -7,8 +7,17 @@ import { describe, expect, test } from 'vitest';
 import { forecastChartData } from '../../../src/report/renderReport.js';
 import type { TrialForecast, TrialReport } from '../../../src/report/reportData.js';
 
-const week = (w: string, siteId: string, enrolments: number) => ({ siteId, siteName: null, week: w, referralsReceived: 0, enrolments, isCompleteWeek: true });
-const trial = { siteWeeks: [week('2026-01-05', 'A', 1), week('2026-01-05', 'B', 2), week('2026-01-12', 'A', 3), week('2026-01-19', 'B', 1)] } as unknown as TrialReport;
+const week = (w: string, siteId: string, enrolments: number) => ({
+  siteId,
+  siteName: null,
+  week: w,
+  referralsReceived: 0,
+  enrolments,
+  isCompleteWeek: true,
+});
+const trial = {
+  siteWeeks: [week('2026-01-05', 'A', 1), week('2026-01-05', 'B', 2), week('2026-01-12', 'A', 3), week('2026-01-19', 'B', 1)],
+} as unknown as TrialReport;
 const forecast: TrialForecast = {
   enrolledToDate: 7,
   siteCount: 2,
@@ -46,7 +55,13 @@ describe('forecastChartData', () => {
   });
 
   test('without a target the band ends at 91 days', () => {
-    const { band, target } = forecastChartData(trial, { ...forecast, target: null, targetDate: null, reachedOn: null, probabilityByTargetDate: null });
+    const { band, target } = forecastChartData(trial, {
+      ...forecast,
+      target: null,
+      targetDate: null,
+      reachedOn: null,
+      probabilityByTargetDate: null,
+    });
     expect(target).toBeNull();
     expect(band).toEqual([
       { date: '2026-01-22', low: 7, median: 7, high: 7 },

@@ -3,7 +3,9 @@ import { EventStore } from '../../../packages/mock-api/src/eventStore.js';
 
 function storeOf(spec: Array<[string, string]>): EventStore {
   const s = new EventStore(3, 2);
-  spec.forEach(([type, trial], i) => s.append(JSON.stringify({ id: s.idAt(i), eventType: type, message: { trialId: trial, n: i } }), s.typeIdx(type), s.trialIdx(trial)));
+  spec.forEach(([type, trial], i) =>
+    s.append(JSON.stringify({ id: s.idAt(i), eventType: type, message: { trialId: trial, n: i } }), s.typeIdx(type), s.trialIdx(trial)),
+  );
   return s;
 }
 

@@ -2,7 +2,13 @@ import { describe, expect, it } from 'vitest';
 import { ConfigError } from '../../../packages/mock-api/src/errors.js';
 import { decodeCursor, encodeCursor } from '../../../packages/mock-api/src/cursor.js';
 import { FaultRegistry, parseFaultSpec, validateFaultRule, type FaultRule } from '../../../packages/mock-api/src/faults.js';
-import { reorderedJson, splitAtMessageEnd, withDuplicateIdKey, withEscapedKeys, withLoneSurrogateNote } from '../../../packages/mock-api/src/hostileJson.js';
+import {
+  reorderedJson,
+  splitAtMessageEnd,
+  withDuplicateIdKey,
+  withEscapedKeys,
+  withLoneSurrogateNote,
+} from '../../../packages/mock-api/src/hostileJson.js';
 import { badToken } from '../../../packages/mock-api/src/tokenEndpoint.js';
 
 describe('parseFaultSpec', () => {
@@ -15,7 +21,13 @@ describe('parseFaultSpec', () => {
       code: 503,
       retryAfter: 'Wed, 21 Oct 2026 07:28:00 GMT',
     });
-    expect(parseFaultSpec('events:latency=1500:after=2:times=inf')).toEqual({ endpoint: 'events', kind: 'latency', ms: 1500, after: 2, times: Infinity });
+    expect(parseFaultSpec('events:latency=1500:after=2:times=inf')).toEqual({
+      endpoint: 'events',
+      kind: 'latency',
+      ms: 1500,
+      after: 2,
+      times: Infinity,
+    });
     expect(parseFaultSpec('events:truncated:at=40:chunked=true')).toEqual({ endpoint: 'events', kind: 'truncated', at: 40, chunked: true });
     expect(parseFaultSpec('token:tokenLifetime=2')).toEqual({ endpoint: 'token', kind: 'tokenLifetime', seconds: 2 });
   });
@@ -28,7 +40,11 @@ describe('parseFaultSpec', () => {
       url: 'http://127.0.0.1:9999/x?a=b',
       times: 2,
     });
-    expect(parseFaultSpec('events:redirect=http://127.0.0.1:1234/trap')).toEqual({ endpoint: 'events', kind: 'redirect', url: 'http://127.0.0.1:1234/trap' });
+    expect(parseFaultSpec('events:redirect=http://127.0.0.1:1234/trap')).toEqual({
+      endpoint: 'events',
+      kind: 'redirect',
+      url: 'http://127.0.0.1:1234/trap',
+    });
   });
 
   it('refuses bad specs with a ConfigError', () => {
@@ -43,7 +59,11 @@ describe('parseFaultSpec', () => {
 describe('FaultRegistry', () => {
   const make = () => {
     const calls: string[] = [];
-    const reg = new FaultRegistry({ revokeTokens: () => calls.push('revoke'), setTokenLifetime: (s) => calls.push(`life:${s}`), now: () => 0 });
+    const reg = new FaultRegistry({
+      revokeTokens: () => calls.push('revoke'),
+      setTokenLifetime: (s) => calls.push(`life:${s}`),
+      now: () => 0,
+    });
     return { reg, calls };
   };
 
@@ -103,13 +123,28 @@ describe('hostile-input fault kinds: syntax and validation', () => {
   it('parses each new kind with its main value and keys', () => {
     expect(parseFaultSpec('events:loneSurrogate')).toEqual({ endpoint: 'events', kind: 'loneSurrogate' });
     expect(parseFaultSpec('events:loneSurrogate=3')).toEqual({ endpoint: 'events', kind: 'loneSurrogate', event: 3 });
-    expect(parseFaultSpec('events:duplicateIdKey:event=2:times=4')).toEqual({ endpoint: 'events', kind: 'duplicateIdKey', event: 2, times: 4 });
+    expect(parseFaultSpec('events:duplicateIdKey:event=2:times=4')).toEqual({
+      endpoint: 'events',
+      kind: 'duplicateIdKey',
+      event: 2,
+      times: 4,
+    });
     expect(parseFaultSpec('events:duplicateEventsKey')).toEqual({ endpoint: 'events', kind: 'duplicateEventsKey' });
     expect(parseFaultSpec('events:escapedKeys:after=1')).toEqual({ endpoint: 'events', kind: 'escapedKeys', after: 1 });
     expect(parseFaultSpec('events:reorderedRedelivery')).toEqual({ endpoint: 'events', kind: 'reorderedRedelivery' });
     expect(parseFaultSpec('events:emptyPagesForever:times=5')).toEqual({ endpoint: 'events', kind: 'emptyPagesForever', times: 5 });
-    expect(parseFaultSpec('events:nextPage=longCycle:length=4')).toEqual({ endpoint: 'events', kind: 'nextPage', variant: 'longCycle', length: 4 });
-    expect(parseFaultSpec('events:padEvents=20000000:times=30')).toEqual({ endpoint: 'events', kind: 'padEvents', bytes: 20_000_000, times: 30 });
+    expect(parseFaultSpec('events:nextPage=longCycle:length=4')).toEqual({
+      endpoint: 'events',
+      kind: 'nextPage',
+      variant: 'longCycle',
+      length: 4,
+    });
+    expect(parseFaultSpec('events:padEvents=20000000:times=30')).toEqual({
+      endpoint: 'events',
+      kind: 'padEvents',
+      bytes: 20_000_000,
+      times: 30,
+    });
     expect(parseFaultSpec('events:padEvents:bytes=1000')).toEqual({ endpoint: 'events', kind: 'padEvents', bytes: 1000 });
     expect(parseFaultSpec('events:drip=250')).toEqual({ endpoint: 'events', kind: 'drip', ms: 250 });
     expect(parseFaultSpec('token:echoSecret')).toEqual({ endpoint: 'token', kind: 'echoSecret' });
@@ -118,12 +153,23 @@ describe('hostile-input fault kinds: syntax and validation', () => {
   });
 
   it('fills the defaults', () => {
-    expect(validateFaultRule({ endpoint: 'events', kind: 'loneSurrogate' })).toEqual({ endpoint: 'events', kind: 'loneSurrogate', event: 1, times: 1, after: 0 });
+    expect(validateFaultRule({ endpoint: 'events', kind: 'loneSurrogate' })).toEqual({
+      endpoint: 'events',
+      kind: 'loneSurrogate',
+      event: 1,
+      times: 1,
+      after: 0,
+    });
     expect(validateFaultRule({ endpoint: 'events', kind: 'duplicateIdKey' }).event).toBe(1);
     expect(validateFaultRule({ endpoint: 'events', kind: 'emptyPagesForever' }).times).toBe(Infinity);
     expect(validateFaultRule({ endpoint: 'events', kind: 'nextPage', variant: 'longCycle' }).length).toBe(3);
     expect(validateFaultRule({ endpoint: 'events', kind: 'drip' }).ms).toBe(5000);
-    expect(validateFaultRule({ endpoint: 'sites', kind: 'loneSurrogate' })).toEqual({ endpoint: 'sites', kind: 'loneSurrogate', times: 1, after: 0 });
+    expect(validateFaultRule({ endpoint: 'sites', kind: 'loneSurrogate' })).toEqual({
+      endpoint: 'sites',
+      kind: 'loneSurrogate',
+      times: 1,
+      after: 0,
+    });
   });
 
   it('refuses wrong endpoints and parameters', () => {
@@ -149,17 +195,25 @@ describe('hostile-input fault kinds: syntax and validation', () => {
 describe('hostileJson', () => {
   const env = '{"id":"e1","publishedTime":"t","eventType":"v1.x","message":{"a":1,"b":[1,{"c":null}]},"traceId":"z"}';
 
-  it('appends a lone-surrogate note as the message\'s last member', () => {
-    expect(withLoneSurrogateNote(env)).toBe('{"id":"e1","publishedTime":"t","eventType":"v1.x","message":{"a":1,"b":[1,{"c":null}],"note":"x\\ud800y"},"traceId":"z"}');
+  it("appends a lone-surrogate note as the message's last member", () => {
+    expect(withLoneSurrogateNote(env)).toBe(
+      '{"id":"e1","publishedTime":"t","eventType":"v1.x","message":{"a":1,"b":[1,{"c":null}],"note":"x\\ud800y"},"traceId":"z"}',
+    );
     expect(withLoneSurrogateNote('{"id":"e1","message":{}}')).toBe('{"id":"e1","message":{"note":"x\\ud800y"}}');
   });
 
   it('splits at the message end, dropping a member of the given name', () => {
-    expect(splitAtMessageEnd('{"id":"e1","message":{"pad":"old","a":1}}', 'pad')).toEqual({ head: '{"id":"e1","message":{"a":1', tail: '}}', empty: false });
+    expect(splitAtMessageEnd('{"id":"e1","message":{"pad":"old","a":1}}', 'pad')).toEqual({
+      head: '{"id":"e1","message":{"a":1',
+      tail: '}}',
+      empty: false,
+    });
   });
 
   it('escapes id and eventType keys only', () => {
-    expect(withEscapedKeys(env)).toBe('{"\\u0069d":"e1","publishedTime":"t","\\u0065ventType":"v1.x","message":{"a":1,"b":[1,{"c":null}]},"traceId":"z"}');
+    expect(withEscapedKeys(env)).toBe(
+      '{"\\u0069d":"e1","publishedTime":"t","\\u0065ventType":"v1.x","message":{"a":1,"b":[1,{"c":null}]},"traceId":"z"}',
+    );
     expect(JSON.parse(withEscapedKeys(env))).toEqual(JSON.parse(env));
   });
 

@@ -6,7 +6,12 @@ import { run } from '../../../src/cli/main.js';
 import { ConfigError } from '../../../packages/mock-api/src/errors.js';
 import { mockApiParser, mockApiValues } from '../../../packages/mock-api/src/main.js';
 import { FAULT_PHASE } from '../../../packages/mock-api/src/faults.js';
-import { MOCK_API_FAULT_HELP, MOCK_API_FLAGS, MOCK_API_USAGE, mockApiOptionsFromFlags } from '../../../packages/mock-api/src/mockApiFlags.js';
+import {
+  MOCK_API_FAULT_HELP,
+  MOCK_API_FLAGS,
+  MOCK_API_USAGE,
+  mockApiOptionsFromFlags,
+} from '../../../packages/mock-api/src/mockApiFlags.js';
 import { MockApiOptionsSchema } from '../../../packages/mock-api/src/options.js';
 
 describe('mockApiOptionsFromFlags', () => {
@@ -59,7 +64,19 @@ describe('mockApiOptionsFromFlags', () => {
   });
 
   it('documents the flags the CLI needs', () => {
-    for (const f of ['--port', '--seed', '--trials', '--sites-per-trial', '--patients-per-trial', '--token-lifetime', '--release-fraction', '--grow-every-ms', '--grow-events', '--fault', '--synthetic-events']) {
+    for (const f of [
+      '--port',
+      '--seed',
+      '--trials',
+      '--sites-per-trial',
+      '--patients-per-trial',
+      '--token-lifetime',
+      '--release-fraction',
+      '--grow-every-ms',
+      '--grow-events',
+      '--fault',
+      '--synthetic-events',
+    ]) {
       expect(MOCK_API_FLAGS.some((x) => x.flag === f)).toBe(true);
       expect(MOCK_API_USAGE).toContain(f);
     }
@@ -155,7 +172,20 @@ describe('one schema for options, defaults and flags', () => {
       const file = join(dir, 'options.json');
       writeFileSync(file, JSON.stringify({ seed: 9, trials: 5, 'token-lifetime': 99 }));
       const env = { RECRUIT_ETL_TOKEN_LIFETIME: '7', RECRUIT_ETL_CONFIG: file, RECRUIT_ETL_SERVICE_HOST: '10.0.0.1' };
-      const y = mockApiParser(['--seed', '3', '--grow-every-ms', '100', '--fault', 'events:drip=5', '--allowed-origin', 'https://a.example,https://b.example', '--no-drift'], 'mock-api');
+      const y = mockApiParser(
+        [
+          '--seed',
+          '3',
+          '--grow-every-ms',
+          '100',
+          '--fault',
+          'events:drip=5',
+          '--allowed-origin',
+          'https://a.example,https://b.example',
+          '--no-drift',
+        ],
+        'mock-api',
+      );
       const argv = (await y.parseAsync()) as Record<string, unknown>;
       const { flags, logLevel } = mockApiValues(argv, env);
       expect(logLevel).toBe('info');

@@ -12,9 +12,27 @@ describe('Rng', () => {
   });
 
   it('gives different sequences for other seeds or streams', () => {
-    const base = Array.from({ length: 8 }, ((r) => () => r.u32())(new Rng(1)));
-    const seed2 = Array.from({ length: 8 }, ((r) => () => r.u32())(new Rng(2)));
-    const stream2 = Array.from({ length: 8 }, ((r) => () => r.u32())(new Rng(1, 1)));
+    const base = Array.from(
+      { length: 8 },
+      (
+        (r) => () =>
+          r.u32()
+      )(new Rng(1)),
+    );
+    const seed2 = Array.from(
+      { length: 8 },
+      (
+        (r) => () =>
+          r.u32()
+      )(new Rng(2)),
+    );
+    const stream2 = Array.from(
+      { length: 8 },
+      (
+        (r) => () =>
+          r.u32()
+      )(new Rng(1, 1)),
+    );
     expect(seed2).not.toEqual(base);
     expect(stream2).not.toEqual(base);
   });

@@ -37,7 +37,9 @@ describe('story data set', () => {
   it('changes with the seed', () => {
     const other = generateStory({ ...DEFAULTS, seed: 2 });
     expect(other.events[0]!.id).not.toBe(story.events[0]!.id);
-    expect(JSON.stringify(other.events.map((e) => e.envelope['message']))).not.toBe(JSON.stringify(story.events.map((e) => e.envelope['message'])));
+    expect(JSON.stringify(other.events.map((e) => e.envelope['message']))).not.toBe(
+      JSON.stringify(story.events.map((e) => e.envelope['message'])),
+    );
   });
 
   it('has unique event ids and one patient per trial × subject', () => {
@@ -47,7 +49,17 @@ describe('story data set', () => {
   });
 
   it('contains every edge case at least three times', () => {
-    const all: EdgeCase[] = ['late-status', 'regression', 'repeated-status', 'orphan', 'unknown-status', 'unknown-outcome', 'both-spellings', 'duplicate-delivery', 'several-sites'];
+    const all: EdgeCase[] = [
+      'late-status',
+      'regression',
+      'repeated-status',
+      'orphan',
+      'unknown-status',
+      'unknown-outcome',
+      'both-spellings',
+      'duplicate-delivery',
+      'several-sites',
+    ];
     for (const edge of all) {
       const n = truth.patients.filter((p) => p.edgeCases.includes(edge)).length;
       expect(n, edge).toBeGreaterThanOrEqual(3);
@@ -99,7 +111,8 @@ describe('story data set', () => {
     const m1 = v1[0]!.envelope['message'] as Record<string, unknown>;
     const twin = v2.find((e) => e.referralSubjectId === v1[0]!.referralSubjectId)!;
     const m2 = twin.envelope['message'] as Record<string, unknown>;
-    for (const k of ['referralReceivedTime', 'createdTime', 'siteId', 'trialId', 'referralSubjectId', 'patientStatus']) expect(m2[k]).toEqual(m1[k]);
+    for (const k of ['referralReceivedTime', 'createdTime', 'siteId', 'trialId', 'referralSubjectId', 'patientStatus'])
+      expect(m2[k]).toEqual(m1[k]);
     expect(Object.keys(m2)).toContain('referralSource');
     expect(Date.parse(twin.publishedTime) - Date.parse(m2['createdTime'] as string)).toBeGreaterThan(7 * 86_400_000);
   });
@@ -115,14 +128,17 @@ describe('story data set', () => {
     expect(story.events.some((e) => e.eventType === COMMENT_UPDATED)).toBe(true);
     const statusKeys = ['statusChangedTime', 'siteId', 'trialId', 'referralSubjectId', 'patientStatus'];
     expect(
-      story.events.some((e) => e.eventType === STATUS_CHANGED && Object.keys(e.envelope['message'] as object).some((k) => !statusKeys.includes(k))) ||
-        story.events.some((e) => Object.keys(e.envelope['message'] as object).includes('updatedBy')),
+      story.events.some(
+        (e) => e.eventType === STATUS_CHANGED && Object.keys(e.envelope['message'] as object).some((k) => !statusKeys.includes(k)),
+      ) || story.events.some((e) => Object.keys(e.envelope['message'] as object).includes('updatedBy')),
     ).toBe(true);
   });
 
   it('without drift: only eventType, no unknown keys or types, but both spellings', () => {
     const plain = generateStory({ ...DEFAULTS, drift: false });
-    expect(plain.events.every((e) => e.typeKey === 'eventType' && Object.keys(e.envelope).every((k) => ENVELOPE_KEYS.has(k) && k !== 'name'))).toBe(true);
+    expect(
+      plain.events.every((e) => e.typeKey === 'eventType' && Object.keys(e.envelope).every((k) => ENVELOPE_KEYS.has(k) && k !== 'name')),
+    ).toBe(true);
     expect(plain.events.some((e) => e.eventType === SUBJECT_ID_UPDATED || e.eventType === COMMENT_UPDATED)).toBe(false);
     const types = new Set(plain.events.map((e) => e.eventType));
     expect(types.has(CONTACT_ATTEMPT_CREATED) && types.has(PATIENT_CONTACT_ATTEMPT_CREATED)).toBe(true);
@@ -135,7 +151,9 @@ describe('story data set', () => {
       const sites = story.sites[trialId]!;
       expect(sites.length).toBe(4);
       expect(sites.some((s) => s.record.address2 === null)).toBe(true);
-      const eventSiteIds = new Set(story.events.filter((e) => e.trialId === trialId).map((e) => (e.envelope['message'] as Record<string, unknown>)['siteId']));
+      const eventSiteIds = new Set(
+        story.events.filter((e) => e.trialId === trialId).map((e) => (e.envelope['message'] as Record<string, unknown>)['siteId']),
+      );
       for (const s of sites) {
         expect(eventSiteIds.has(s.record.siteId)).toBe(false);
         expect(s.record.sponsorSiteId).toBe(s.sponsorSiteId);
@@ -165,7 +183,11 @@ describe('story bytes are pinned', () => {
   it.each([
     [{ ...DEFAULTS }, 1933, '06ba1e8c853edc13a72f58224327ab472b2fc9e667e32a7139b9f91379ff62ba'],
     [{ ...DEFAULTS, seed: 7, patientsPerTrial: 120 }, 1591, '1627b04f526dbd178cd051298c4621555e233c72e162782eb4eecffba3370a51'],
-    [{ ...DEFAULTS, seed: 3, trials: 3, sitesPerTrial: 1, patientsPerTrial: 40, drift: false }, 846, 'f4f60cc41ecfa4aa6460d0970830dbf0a146a1f22c39d58f5840d1121911f0b3'],
+    [
+      { ...DEFAULTS, seed: 3, trials: 3, sitesPerTrial: 1, patientsPerTrial: 40, drift: false },
+      846,
+      'f4f60cc41ecfa4aa6460d0970830dbf0a146a1f22c39d58f5840d1121911f0b3',
+    ],
   ] as const)('%o', (options, events, sha256) => {
     const s = generateStory(options);
     expect(s.events.length).toBe(events);

@@ -3,7 +3,14 @@ import { expectedEvents } from '../../../packages/mock-api/src/truth.js';
 import type { GroundTruth, TruthEvent } from '../../../packages/mock-api/src/types.js';
 
 function ev(id: string, eventType: string, trialId: string, typeKey: 'eventType' | 'name' = 'eventType'): TruthEvent {
-  return { id, eventType, typeKey, trialId, publishedTime: '2026-01-05T08:00:00.000Z', envelope: { id, [typeKey]: eventType, message: { trialId } } };
+  return {
+    id,
+    eventType,
+    typeKey,
+    trialId,
+    publishedTime: '2026-01-05T08:00:00.000Z',
+    envelope: { id, [typeKey]: eventType, message: { trialId } },
+  };
 }
 
 function truthOf(events: TruthEvent[], visible: number): GroundTruth {
@@ -25,12 +32,19 @@ describe('expectedEvents', () => {
   });
 
   it('never returns a type that was not requested (v2 only when asked)', () => {
-    expect(expectedEvents(truthOf(events, 5), { trialIds: ['T1', 'T2'], eventTypes: ['v1.patient.created'] }).map((e) => e.id)).toEqual(['a', 'b', 'e']);
+    expect(expectedEvents(truthOf(events, 5), { trialIds: ['T1', 'T2'], eventTypes: ['v1.patient.created'] }).map((e) => e.id)).toEqual([
+      'a',
+      'b',
+      'e',
+    ]);
     expect(expectedEvents(truthOf(events, 5), { trialIds: ['T1'], eventTypes: ['v2.patient.created'] }).map((e) => e.id)).toEqual(['c']);
   });
 
   it('only counts visible events', () => {
-    expect(expectedEvents(truthOf(events, 2), { trialIds: ['T1', 'T2'], eventTypes: ['v1.patient.created'] }).map((e) => e.id)).toEqual(['a', 'b']);
+    expect(expectedEvents(truthOf(events, 2), { trialIds: ['T1', 'T2'], eventTypes: ['v1.patient.created'] }).map((e) => e.id)).toEqual([
+      'a',
+      'b',
+    ]);
     expect(expectedEvents(truthOf(events, 0), { trialIds: ['T1'], eventTypes: ['v1.patient.created'] })).toEqual([]);
   });
 });

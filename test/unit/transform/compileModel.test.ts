@@ -50,7 +50,12 @@ select * from a;`,
 describe('macros', () => {
   test("the project's utc_timestamp macro expands with its argument in every place", () => {
     const macros = loadMacros(MACROS_DIR);
-    const m = compileModel('stg_x', `select {{ utc_timestamp('created_time') }} as created_at, {{utc_timestamp("t2")}} as t2_at from {{ ref('stg_events') }}`, 'main', macros);
+    const m = compileModel(
+      'stg_x',
+      `select {{ utc_timestamp('created_time') }} as created_at, {{utc_timestamp("t2")}} as t2_at from {{ ref('stg_events') }}`,
+      'main',
+      macros,
+    );
     expect(m.sql).not.toContain('{{');
     expect(m.sql).toContain("try_cast(created_time as timestamptz) at time zone 'UTC'");
     expect(m.sql).toContain('try_cast(created_time as timestamp)');
@@ -72,7 +77,10 @@ describe('macros', () => {
   test('loads the definitions of a folder; a wrong call, an unknown macro or a missing folder are handled', () => {
     const dir = mkdtempSync(join(tmpdir(), 'macros-'));
     try {
-      writeFileSync(join(dir, 'm.sql'), '-- doc\n{% macro pair(a, b) %}({{ a }}, {{b}}, {{ a }}){% endmacro %}\n{%- macro one() -%} 1 {%- endmacro -%}');
+      writeFileSync(
+        join(dir, 'm.sql'),
+        '-- doc\n{% macro pair(a, b) %}({{ a }}, {{b}}, {{ a }}){% endmacro %}\n{%- macro one() -%} 1 {%- endmacro -%}',
+      );
       const macros = loadMacros(dir);
       expect([...macros.keys()]).toEqual(['pair', 'one']);
       expect(compileModel('m', `select {{ pair('x', "y") }}, {{ one() }}`, 'main', macros).sql).toBe('select (x, y, x), 1');
@@ -101,7 +109,9 @@ describe('macro arguments (docs/models.md "Macros")', () => {
   test('commas inside quotes, parentheses and brackets do not split arguments', () => {
     expect(compileModel('m', `select {{ pair('x, y', "f(a, b)") }}`, 'main', pair).sql).toBe('select [x, y|f(a, b)]');
     expect(compileModel('m', `select {{ pair('(,', ')') }}`, 'main', pair).sql).toBe('select [(,|)]');
-    expect(compileModel('m', `select {{ key(['coalesce(a, b)', "c, d", 'e']) }} from t`, 'main', pair).sql).toBe('select k(coalesce(a, b), c, d, e) from t');
+    expect(compileModel('m', `select {{ key(['coalesce(a, b)', "c, d", 'e']) }} from t`, 'main', pair).sql).toBe(
+      'select k(coalesce(a, b), c, d, e) from t',
+    );
   });
 
   test('a list argument spans lines, may end in a comma, and is joined where the macro says', () => {
@@ -169,7 +179,12 @@ describe('the watermark SQL, one text for the runner and dbt (docs/incremental.m
     expect(hook?.params).toEqual(['results']);
     expect(hook!.body).toMatch(/\{\{\s*recruit_etl\.transform_watermarks_sql\(target\.schema\)\s*\}\}/);
     // outside its Jinja tags and the one call, nothing: no SQL text that could drift from the runner's
-    expect(hook!.body.replace(/\{%[\s\S]*?%\}/g, '').replace(/\{\{[^}]*\}\}/g, '').trim()).toBe('');
+    expect(
+      hook!.body
+        .replace(/\{%[\s\S]*?%\}/g, '')
+        .replace(/\{\{[^}]*\}\}/g, '')
+        .trim(),
+    ).toBe('');
   });
 });
 
@@ -200,9 +215,9 @@ where trial_id in (select trial_id from {{ ref('int_delta_patients') }}) and 1 =
 
   test('an incremental model without unique_key, or with another strategy, is refused', () => {
     expect(() => compileModel('a', `{{ config(materialized='incremental') }} select 1`)).toThrow(/needs a unique_key/);
-    expect(() => compileModel('a', `{{ config(materialized='incremental', unique_key='k', incremental_strategy='merge') }} select 1 as k`)).toThrow(
-      /incremental_strategy='merge' is not supported/,
-    );
+    expect(() =>
+      compileModel('a', `{{ config(materialized='incremental', unique_key='k', incremental_strategy='merge') }} select 1 as k`),
+    ).toThrow(/incremental_strategy='merge' is not supported/);
     expect(() => compileModel('a', `{{ config(materialized='ephemeral') }} select 1`)).toThrow(TransformError);
   });
 });

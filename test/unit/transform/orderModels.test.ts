@@ -25,7 +25,13 @@ describe('orderModels', () => {
     const { compileModels } = await import('../../../src/transform/runTransform.js');
     const { MODELS_DIR } = await import('../../../src/paths.js');
     const models = compileModels(MODELS_DIR);
-    const order = orderModels(models, ['seed_patient_status_stages', 'seed_contact_outcomes', 'seed_event_types', 'seed_site_names', 'seed_trial_targets']).map((x) => x.name);
+    const order = orderModels(models, [
+      'seed_patient_status_stages',
+      'seed_contact_outcomes',
+      'seed_event_types',
+      'seed_site_names',
+      'seed_trial_targets',
+    ]).map((x) => x.name);
     expect(order.indexOf('stg_events')).toBeLessThan(order.indexOf('fct_patient_funnel'));
     expect(order.indexOf('fct_patient_funnel')).toBeLessThan(order.indexOf('mart_recruitment_funnel'));
     expect(order.at(-1)).not.toBe('stg_events');
@@ -55,7 +61,10 @@ describe('orderModels', () => {
     }
     expect(checked).toBeGreaterThan(30);
     for (const x of models.filter((y) => rank[layerOf(y.name)!] === 2)) {
-      expect(x.refs.filter((r) => r.startsWith('dq_')), x.name).toEqual([]);
+      expect(
+        x.refs.filter((r) => r.startsWith('dq_')),
+        x.name,
+      ).toEqual([]);
     }
   });
 });

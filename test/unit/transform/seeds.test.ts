@@ -13,7 +13,13 @@ describe('seeds', () => {
 
   test('the real seeds: every column typed in _seeds.yml, in header order', () => {
     const specs = loadSeedSpecs(SEEDS_DIR);
-    expect(specs.map((s) => s.name)).toEqual(['seed_contact_outcomes', 'seed_event_types', 'seed_patient_status_stages', 'seed_site_names', 'seed_trial_targets']);
+    expect(specs.map((s) => s.name)).toEqual([
+      'seed_contact_outcomes',
+      'seed_event_types',
+      'seed_patient_status_stages',
+      'seed_site_names',
+      'seed_trial_targets',
+    ]);
     const stages = specs.find((s) => s.name === 'seed_patient_status_stages')!;
     expect(stages.columns).toEqual([
       { name: 'patient_status', type: 'varchar' },
@@ -36,10 +42,14 @@ describe('seeds', () => {
     expect(block).not.toContain('{');
     expect(block).toContain('event_version: integer # 1, 2');
     expect(parseSeedProperties(block)).toEqual(types);
-    expect(parseSeedProperties('seeds:\n  - name: s\n    config:\n      column_types:\n        a: integer\n').get('s')).toEqual({ a: 'integer' });
+    expect(parseSeedProperties('seeds:\n  - name: s\n    config:\n      column_types:\n        a: integer\n').get('s')).toEqual({
+      a: 'integer',
+    });
     expect(parseSeedProperties('# only a comment\n').size).toBe(0);
     expect(() => parseSeedProperties('seeds: [\n  - name: s', 'x.yml')).toThrow(/^x\.yml: not valid YAML \(/);
-    expect(() => parseSeedProperties('{"seeds": [{"name": "s", "config": {"column_types": {"a": "int); drop"}}}]}')).toThrow(/invalid type/);
+    expect(() => parseSeedProperties('{"seeds": [{"name": "s", "config": {"column_types": {"a": "int); drop"}}}]}')).toThrow(
+      /invalid type/,
+    );
   });
 
   test('untyped columns are varchar; a typed column missing from the CSV is an error', () => {
@@ -48,7 +58,10 @@ describe('seeds', () => {
     writeFileSync(join(dir, 'seed_a.csv'), 'x,y\n1,2\n');
     writeFileSync(join(dir, '_seeds.yml'), '{"seeds": [{"name": "seed_a", "config": {"column_types": {"y": "integer"}}}]}');
     const [spec] = loadSeedSpecs(dir);
-    expect(spec!.columns).toEqual([{ name: 'x', type: 'varchar' }, { name: 'y', type: 'integer' }]);
+    expect(spec!.columns).toEqual([
+      { name: 'x', type: 'varchar' },
+      { name: 'y', type: 'integer' },
+    ]);
     expect(seedSql(spec!)).toMatch(/columns = \{'x': 'varchar', 'y': 'integer'\}/);
     writeFileSync(join(dir, '_seeds.yml'), '{"seeds": [{"name": "seed_a", "config": {"column_types": {"z": "integer"}}}]}');
     expect(() => loadSeedSpecs(dir)).toThrow(/column z/);
@@ -63,7 +76,9 @@ describe('seeds', () => {
     // DuckDB reads the job's private copy of the bytes checked (src/fs/inputFile.ts), not the path again
     expect(readFileSync(spec.path, 'utf8')).toBe(readFileSync(own, 'utf8'));
     expect(spec.columns.map((c) => c.name)).toEqual(['site_name', 'notes', 'site_id', 'sponsor_site_id', 'trial_id']);
-    expect(seedSql(spec)).toMatch(/^create or replace table "main"\."seed_site_names" as select "site_id", "trial_id", "site_name", "sponsor_site_id" from read_csv\(/);
+    expect(seedSql(spec)).toMatch(
+      /^create or replace table "main"\."seed_site_names" as select "site_id", "trial_id", "site_name", "sponsor_site_id" from read_csv\(/,
+    );
     const bad = (header: string): unknown => {
       writeFileSync(own, `${header}\n`);
       try {
@@ -78,7 +93,9 @@ describe('seeds', () => {
     expect((missing as Error).message).toBe(`--site-names ${own}: the header lacks column(s) trial_id, sponsor_site_id`);
     expect((bad('site_id,trial_id,site_name,sponsor_site_id,site_id') as Error).message).toMatch(/names column site_id twice/);
     expect(bad('')).toBeInstanceOf(ConfigError);
-    expect(() => loadSeedSpecs(SEEDS_DIR, [{ seed: 'seed_site_names', path: join(tmp.dir, 'nope.csv'), option: '--site-names' }])).toThrow(/^--site-names: cannot read .*nope\.csv: no such file$/);
+    expect(() => loadSeedSpecs(SEEDS_DIR, [{ seed: 'seed_site_names', path: join(tmp.dir, 'nope.csv'), option: '--site-names' }])).toThrow(
+      /^--site-names: cannot read .*nope\.csv: no such file$/,
+    );
     expect(() => loadSeedSpecs(SEEDS_DIR, [{ seed: 'seed_nothing', path: own, option: '--x' }])).toThrow(ConfigError);
   });
 });

@@ -1,6 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { AuthError, ConfigError, UpstreamContractError } from '../../../src/errors.js';
-import { DEFAULT_TOKEN_LIFETIME_S, MAX_ERROR_DESCRIPTION_LENGTH, refreshMarginMs, tokenRequest, TokenProvider } from '../../../src/upstream/auth.js';
+import {
+  DEFAULT_TOKEN_LIFETIME_S,
+  MAX_ERROR_DESCRIPTION_LENGTH,
+  refreshMarginMs,
+  tokenRequest,
+  TokenProvider,
+} from '../../../src/upstream/auth.js';
 import type { HttpClient, HttpResponse } from '../../../src/upstream/http.js';
 
 /** A fake HttpClient whose postText answers from a script; counts calls. */
@@ -8,7 +14,8 @@ function fakeHttp(answer: (n: number) => { status: number; body: unknown } | Pro
   const calls: Array<{ url: string; body: unknown; headers: Record<string, string> }> = [];
   const http = {
     async postText(url: string, text: string, headers: Record<string, string>): Promise<HttpResponse> {
-      const body: unknown = headers['content-type'] === 'application/json' ? JSON.parse(text) : Object.fromEntries(new URLSearchParams(text));
+      const body: unknown =
+        headers['content-type'] === 'application/json' ? JSON.parse(text) : Object.fromEntries(new URLSearchParams(text));
       calls.push({ url, body, headers });
       const a = await answer(calls.length);
       const bodyText = typeof a.body === 'string' ? a.body : JSON.stringify(a.body);
@@ -28,7 +35,10 @@ async function rejection(p: Promise<unknown>): Promise<Error> {
 }
 
 const creds = { authUrl: 'https://auth.example/', clientId: 'id', clientSecret: 'CANARY-SECRET-x', audience: 'aud' };
-const ok = (n: number, expiresIn = 3600) => ({ status: 200, body: { access_token: `tok-${n}`, expires_in: expiresIn, token_type: 'bearer', extra: 1 } });
+const ok = (n: number, expiresIn = 3600) => ({
+  status: 200,
+  body: { access_token: `tok-${n}`, expires_in: expiresIn, token_type: 'bearer', extra: 1 },
+});
 
 describe('TokenProvider timing', () => {
   it('margin = min(60 s, lifetime / 10)', () => {
@@ -123,11 +133,23 @@ describe('TokenProvider errors', () => {
   });
 
   it.each([
-    ['invalid_request', 2, /refused the token request as malformed \(HTTP 400 invalid_request: "only json"\); check --token-request-format/],
+    [
+      'invalid_request',
+      2,
+      /refused the token request as malformed \(HTTP 400 invalid_request: "only json"\); check --token-request-format/,
+    ],
     ['unsupported_grant_type', 2, /malformed \(HTTP 400 unsupported_grant_type: "only json"\); check --token-request-format/],
-    ['invalid_client', 3, /refused the client credentials \(HTTP 400 invalid_client: "only json"\); check RECRUIT_ETL_CLIENT_ID \/ _SECRET .*--token-client-auth/],
+    [
+      'invalid_client',
+      3,
+      /refused the client credentials \(HTTP 400 invalid_client: "only json"\); check RECRUIT_ETL_CLIENT_ID \/ _SECRET .*--token-client-auth/,
+    ],
     ['invalid_target', 3, /refused the audience \(HTTP 400 invalid_target: "only json"\); check RECRUIT_ETL_AUDIENCE/],
-    ['invalid_grant', 3, /refused the client credentials \(HTTP 400 invalid_grant: "only json"\); check RECRUIT_ETL_CLIENT_ID \/ _SECRET \/ _AUDIENCE/],
+    [
+      'invalid_grant',
+      3,
+      /refused the client credentials \(HTTP 400 invalid_grant: "only json"\); check RECRUIT_ETL_CLIENT_ID \/ _SECRET \/ _AUDIENCE/,
+    ],
   ])('error %s → exit %i with the hint that matches it', async (code, exit, message) => {
     const { http } = fakeHttp(() => ({ status: 400, body: { error: code, error_description: 'only json' } }));
     const err = (await rejection(new TokenProvider({ credentials: creds, http }).getToken())) as AuthError;
@@ -175,7 +197,10 @@ describe('TokenProvider errors', () => {
   });
 
   it('token_type is case-insensitive and unknown keys are ignored', async () => {
-    const { http } = fakeHttp(() => ({ status: 200, body: { access_token: 'a', expires_in: 5, token_type: 'BEARER', scope: 's', id_token: 'x' } }));
+    const { http } = fakeHttp(() => ({
+      status: 200,
+      body: { access_token: 'a', expires_in: 5, token_type: 'BEARER', scope: 's', id_token: 'x' },
+    }));
     expect(await new TokenProvider({ credentials: creds, http }).getToken()).toBe('a');
   });
 });
@@ -248,11 +273,23 @@ describe('token requests (RFC 6749 §4.4, §2.3.1)', () => {
     await new TokenProvider({ credentials: creds, http }).getToken();
     expect(calls[0]!.headers['content-type']).toBe('application/json');
     expect(calls[0]!.headers['authorization']).toBeUndefined();
-    expect(calls[0]!.body).toEqual({ grant_type: 'client_credentials', audience: 'aud', client_id: 'id', client_secret: 'CANARY-SECRET-x' });
+    expect(calls[0]!.body).toEqual({
+      grant_type: 'client_credentials',
+      audience: 'aud',
+      client_id: 'id',
+      client_secret: 'CANARY-SECRET-x',
+    });
   });
 
   it('form + basic + resource: a form body without the secret, Basic of the form-urlencoded id and secret', () => {
-    const req = tokenRequest({ ...creds, clientId: 'a b:c', clientSecret: 'p%s+w/d:é ~*', requestFormat: 'form', clientAuth: 'basic', audienceParameter: 'resource' });
+    const req = tokenRequest({
+      ...creds,
+      clientId: 'a b:c',
+      clientSecret: 'p%s+w/d:é ~*',
+      requestFormat: 'form',
+      clientAuth: 'basic',
+      audienceParameter: 'resource',
+    });
     expect(req.headers['content-type']).toBe('application/x-www-form-urlencoded');
     expect(req.body).toBe('grant_type=client_credentials&resource=aud');
     const basic = Buffer.from(req.headers['authorization']!.replace(/^Basic /, ''), 'base64').toString('utf8');
@@ -262,8 +299,13 @@ describe('token requests (RFC 6749 §4.4, §2.3.1)', () => {
   it('an endpoint echoing the Basic credentials or the form-encoded secret: both are redacted', async () => {
     const secret = 'CANARY SECRET+/x';
     const basic = tokenRequest({ ...creds, clientSecret: secret, clientAuth: 'basic' }).headers['authorization']!.replace('Basic ', '');
-    const { http } = fakeHttp(() => ({ status: 401, body: { error: 'invalid_client', error_description: `got ${basic} and CANARY+SECRET%2B%2Fx` } }));
-    const err = await rejection(new TokenProvider({ credentials: { ...creds, clientSecret: secret, clientAuth: 'basic' }, http }).getToken());
+    const { http } = fakeHttp(() => ({
+      status: 401,
+      body: { error: 'invalid_client', error_description: `got ${basic} and CANARY+SECRET%2B%2Fx` },
+    }));
+    const err = await rejection(
+      new TokenProvider({ credentials: { ...creds, clientSecret: secret, clientAuth: 'basic' }, http }).getToken(),
+    );
     expect(err.message).toContain('"got [redacted] and [redacted]"');
   });
 

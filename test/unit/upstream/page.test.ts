@@ -6,9 +6,12 @@ const page = (events: string, pagination = '{"nextPage":"n","hasNextPage":false}
 
 describe('readEventsPage: one reading of a page (docs/ingest.md "How a page is read")', () => {
   it('slices each event exactly as sent and reads the fields the job uses', () => {
-    const e1 = '{ "id" : "a", "name": "v1.patient.contactAttempt.created", "publishedTime": "x", "message": {"k": [1, "]}"]}, "newField": {"a": 1} }';
+    const e1 =
+      '{ "id" : "a", "name": "v1.patient.contactAttempt.created", "publishedTime": "x", "message": {"k": [1, "]}"]}, "newField": {"a": 1} }';
     const e2 = '{"id":"b","eventType":"v2.patient.created","message":null,"__proto__":{"polluted":true}}';
-    const r = readEventsPage(`{"z": 3, "events": [${e1}, ${e2}], "pagination": {"nextPage": "http://h/n?c=\\u0031", "hasNextPage": true, "y": 2}}`);
+    const r = readEventsPage(
+      `{"z": 3, "events": [${e1}, ${e2}], "pagination": {"nextPage": "http://h/n?c=\\u0031", "hasNextPage": true, "y": 2}}`,
+    );
     expect(r.events.all(r.events.envelope)).toEqual([e1, e2]);
     expect(r.events.all(r.events.id)).toEqual(['a', 'b']);
     expect(r.events.all(r.events.type)).toEqual(['v1.patient.contactAttempt.created', 'v2.patient.created']);
@@ -20,19 +23,37 @@ describe('readEventsPage: one reading of a page (docs/ingest.md "How a page is r
   });
 
   it('escaped member names are the names they spell: "\\u0065vents", "\\u0069d" (exit 1 / exit 6 before)', () => {
-    const r = readEventsPage('{"\\u0065vents":[{"\\u0069d":"e\\u0031","\\u0065ventType":"t"}],"\\u0070agination":{"nextPage":"n","hasNextPage":false}}');
+    const r = readEventsPage(
+      '{"\\u0065vents":[{"\\u0069d":"e\\u0031","\\u0065ventType":"t"}],"\\u0070agination":{"nextPage":"n","hasNextPage":false}}',
+    );
     expect(r.events.all(r.events.id)).toEqual(['e1']);
     expect(r.events.all(r.events.type)).toEqual(['t']);
     expect(r.events.all(r.events.envelope)).toEqual(['{"\\u0069d":"e\\u0031","\\u0065ventType":"t"}']);
   });
 
   it.each([
-    ['two "events" keys (JSON.parse kept the last, the old splitter stored the first)', `{"events":[{"id":"a"}],"events":[],"pagination":{"nextPage":"n","hasNextPage":false}}`, 'the page has the member "events" more than once'],
-    ['an escaped second "events" key', `{"events":[{"id":"a"}],"\\u0065vents":[],"pagination":{"nextPage":"n","hasNextPage":false}}`, 'the page has the member "events" more than once'],
-    ['two "id" keys in one event (event_id and envelope id disagreed)', page('{"id":"a","id":"b"}'), 'event 1 has the member "id" more than once'],
+    [
+      'two "events" keys (JSON.parse kept the last, the old splitter stored the first)',
+      `{"events":[{"id":"a"}],"events":[],"pagination":{"nextPage":"n","hasNextPage":false}}`,
+      'the page has the member "events" more than once',
+    ],
+    [
+      'an escaped second "events" key',
+      `{"events":[{"id":"a"}],"\\u0065vents":[],"pagination":{"nextPage":"n","hasNextPage":false}}`,
+      'the page has the member "events" more than once',
+    ],
+    [
+      'two "id" keys in one event (event_id and envelope id disagreed)',
+      page('{"id":"a","id":"b"}'),
+      'event 1 has the member "id" more than once',
+    ],
     ['"id" and an escaped "id"', page('{"id":"a"},{"id":"b","\\u0069d":"c"}'), 'event 2 has the member "id" more than once'],
     ['two "message" keys', page('{"id":"a","message":{},"message":{"x":1}}'), 'event 1 has the member "message" more than once'],
-    ['two "nextPage" keys', page('', '{"nextPage":"a","nextPage":"b","hasNextPage":false}'), 'pagination has the member "nextPage" more than once'],
+    [
+      'two "nextPage" keys',
+      page('', '{"nextPage":"a","nextPage":"b","hasNextPage":false}'),
+      'pagination has the member "nextPage" more than once',
+    ],
   ])('%s breaks the contract', (_what, body, message) => {
     expect(() => readEventsPage(body)).toThrow(UpstreamContractError);
     expect(() => readEventsPage(body)).toThrow(message);
@@ -69,7 +90,13 @@ describe('readEventsPage: one reading of a page (docs/ingest.md "How a page is r
   it('slices events with tricky strings, nulls and a pretty-printed body exactly as sent', () => {
     const events = [
       { id: 'a', eventType: 'v1.patient.created', publishedTime: '2026-01-05T08:00:00.123Z', message: { x: '}{][,"', n: [1, { y: 2 }] } },
-      { name: 'v1.contactAttempt.created', id: 'b\\"q', publishedTime: null, message: null, unknown: { eventType: 'nested-not-top-level' } },
+      {
+        name: 'v1.contactAttempt.created',
+        id: 'b\\"q',
+        publishedTime: null,
+        message: null,
+        unknown: { eventType: 'nested-not-top-level' },
+      },
       { id: 'c', eventType: null, name: 'fallback', message: 'text' },
       { id: 'd\u00e9\u2028', eventType: 'v2.patient.created', publishedTime: 12345 },
     ];
@@ -104,7 +131,6 @@ describe('readEventsPage: one reading of a page (docs/ingest.md "How a page is r
     expect(r.nextPage).toBe('http://h/rpi/events?cursor=abcdefghijklmnopqrstuvwxyz');
   });
 });
-
 
 describe('a page of tiny events within --max-page-bytes (40 bytes of offsets an event: a 100 MB page of 10-byte events took 978 MiB)', () => {
   it(`a page of more than ${MAX_PAGE_EVENTS} events is refused (exit 6) while it is read, before its offsets grow further`, () => {

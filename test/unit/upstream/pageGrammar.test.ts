@@ -33,7 +33,38 @@ const PAGES = [
   '\t[ {"a": {"b": [[], {}, ""]}} ]\r\n',
 ];
 
-const CHARS = ['"', '\\', ',', ':', '[', ']', '{', '}', ' ', '\t', '\n', '\r', '\u0000', '\u001f', '\u007f', '0', '1', '-', '+', '.', 'e', 'E', 't', 'n', 'u', 'x', 'a', 'é', '\u2028', '\ufeff'];
+const CHARS = [
+  '"',
+  '\\',
+  ',',
+  ':',
+  '[',
+  ']',
+  '{',
+  '}',
+  ' ',
+  '\t',
+  '\n',
+  '\r',
+  '\u0000',
+  '\u001f',
+  '\u007f',
+  '0',
+  '1',
+  '-',
+  '+',
+  '.',
+  'e',
+  'E',
+  't',
+  'n',
+  'u',
+  'x',
+  'a',
+  'é',
+  '\u2028',
+  '\ufeff',
+];
 
 describe('the page reader refuses exactly what JSON.parse refuses', () => {
   it.each(PAGES.map((p, i) => [i, p] as const))('page %i: every character left out, replaced and added', (_i, page) => {
