@@ -8,8 +8,7 @@
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { DEFAULT_EVENT_TYPES } from '../../../src/config/config.js';
-import { ConfigError } from '../../../src/errors.js';
-import { startMockApi, type MockApi, type TruthEvent } from '../../../packages/mock-api/src/index.js';
+import { ConfigError, startMockApi, type MockApi, type TruthEvent } from '../../../packages/mock-api/src/index.js';
 import { runCli } from '../../helpers/cli.js';
 import { envFor } from '../../helpers/sim.js';
 import { closedPort, countStatus, expectExactly, expectedAll, expectPrefix, extractOnce, readDb } from '../../helpers/faults.js';
