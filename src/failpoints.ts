@@ -4,10 +4,12 @@
  * OOM killer would. Inert unless `RECRUIT_ETL_FAILPOINT` is set, which only tests do.
  *
  * Format: `RECRUIT_ETL_FAILPOINT=<name>:<n>` kills the process the n-th time (1-based)
- * `<name>` is reached. Names: see {@link FailpointName}.
+ * `<name>` is reached; `<name>:<n>:throw` throws a {@link WarehouseError} there instead, as a
+ * disk that refuses a write would (exit 7). Names: see {@link FailpointName}.
  *
  * @module
  */
+import { WarehouseError } from './errors.js';
 
 /** The named failpoints, in pipeline order. */
 export type FailpointName =
@@ -23,21 +25,24 @@ export type FailpointName =
   | 'run.before-checkpoint' // every stage done, before CHECKPOINT (the run still `running` in etl.runs)
   | 'publish.mid-copy' // the read-only copy half written
   | 'run.before-metrics' // the copy written (recording the run succeeded in it), not renamed; the metrics file not written
-  | 'run.before-succeeded' // the metrics file written and the copy in place; etl.runs not yet told the run succeeded
+  | 'run.before-succeeded' // the metrics file written and the copy in place (the previous one kept aside); etl.runs not yet told the run succeeded
   | 'lake.mid-publish' // inside the lake's transaction: the raw delta appended, models and watermark not yet
   | 'lake.before-commit'; // the lake's transaction complete (raw, models, watermark, views), COMMIT not yet sent
 
 const spec = process.env['RECRUIT_ETL_FAILPOINT'];
-const [armedName, armedCount] = spec ? spec.split(':') : [];
+const [armedName, armedCount, armedMode] = spec ? spec.split(':') : [];
 const target = Number(armedCount ?? '1');
 let hits = 0;
 
 /**
  * Mark a place; kills the process with SIGKILL when this failpoint is armed and reached
  * for the configured time. A no-op otherwise.
+ * @throws {WarehouseError} instead of the kill, when armed with `:throw`
  */
 export function failpoint(name: FailpointName): void {
   if (armedName !== name) return;
   hits += 1;
-  if (hits === target) process.kill(process.pid, 'SIGKILL');
+  if (hits !== target) return;
+  if (armedMode === 'throw') throw new WarehouseError(`failpoint ${name} (a test's injected failure)`);
+  process.kill(process.pid, 'SIGKILL');
 }

@@ -11,7 +11,7 @@ import type { Logger } from '../log/logger.js';
 import type { Progress, RunSummary } from '../log/progress.js';
 import type { RunCounts, RunLog } from '../warehouse/RunLog.js';
 import type { Warehouse } from '../warehouse/Warehouse.js';
-import { prepareReadOnlyCopy, type PreparedCopy } from '../warehouse/publishCopy.js';
+import { prepareReadOnlyCopy, type PreparedCopy, type PublishedCopy } from '../warehouse/publishCopy.js';
 import { readWarehouseSeries } from '../metrics/warehouseSeries.js';
 import { failpoint } from '../failpoints.js';
 import { readerModes } from '../fs/readerFiles.js';
@@ -149,9 +149,11 @@ async function runFacts(wh: Warehouse, r: JobResult): Promise<RunFacts> {
 /**
  * End a run whose stages all succeeded. The run is recorded as succeeded last (docs/contracts.md
  * "Guarantees", 2): the checkpoint, the published copy (which records the run succeeded in
- * itself), the metrics file, the copy renamed into place, then the live `etl.runs` row.
+ * itself), the metrics file, the copy renamed into place (the previous one kept aside), then
+ * the live `etl.runs` row, then the kept copy removed.
  *
- * @throws the failure of any of those steps (the copy is then discarded)
+ * @throws the failure of any of those steps (the copy is then discarded; once in place, the
+ *   previous copy is put back)
  */
 export async function finishSucceeded(run: RunState): Promise<JobResult> {
   const { ctx, wh, result } = run;
@@ -166,17 +168,26 @@ export async function finishSucceeded(run: RunState): Promise<JobResult> {
   } else if (wh.path !== ':memory:') {
     await wh.checkpoint();
   }
+  let published: PublishedCopy | undefined;
   try {
     ctx.onRecorded?.(runCounts(result), await runFacts(wh, result));
     failpoint('run.before-metrics');
     await ctx.beforeSucceeded?.();
-    if (copy) result.publishedCopy = copy.commit();
+    published = copy?.commit();
+    if (published) result.publishedCopy = published.target;
   } catch (err) {
     copy?.discard();
     throw err;
   }
-  failpoint('run.before-succeeded');
-  await succeeded();
+  try {
+    failpoint('run.before-succeeded');
+    await succeeded();
+  } catch (err) {
+    // The copy in place must not call the run succeeded: the previous one goes back.
+    published?.revert();
+    throw err;
+  }
+  published?.confirm();
   const dq = result.transform ? { dq: Object.fromEntries(result.transform.dq.map((d) => [d.check, d.count])) } : {};
   run.logger.info({ runId: result.runId, durationMs: result.durationMs, ...runCounts(result), ...dq }, 'run finished');
   await reportSummary(run, 'succeeded');

@@ -12,7 +12,7 @@ import type { Logger } from '../log/logger.js';
 import { Warehouse } from '../warehouse/Warehouse.js';
 import { readStatus, type StreamStatus, type WarehouseStatus } from '../warehouse/readStatus.js';
 import { StreamStore } from '../warehouse/StreamStore.js';
-import { publishedCopyPath } from '../warehouse/publishCopy.js';
+import { publishedCopyPath, settleKeptCopies } from '../warehouse/publishCopy.js';
 import { loadModelCatalog } from '../catalog/catalog.js';
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
@@ -61,6 +61,7 @@ export async function resetStreamJob(config: Config, streamId: string, logger: L
   const wh = await Warehouse.open(config.db, { memoryLimit: config.memoryLimit, logger });
   try {
     await wh.migrate();
+    await settleKeptCopies(wh);
     const state = await new StreamStore(wh).reset(streamId);
     logger.debug({ retired: streamId, stream: state.streamId }, 'stream reset: the next extract of its filter starts from the first page');
     const status = await readStatus(wh);

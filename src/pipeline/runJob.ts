@@ -13,6 +13,7 @@ import { Progress } from '../log/progress.js';
 import { HttpClient } from '../upstream/http.js';
 import { newRunId, RunLog } from '../warehouse/RunLog.js';
 import { Warehouse } from '../warehouse/Warehouse.js';
+import { settleKeptCopies } from '../warehouse/publishCopy.js';
 import { finishFailed, finishSucceeded, type RunState } from './finish.js';
 import { planStages, stagesOf, type PipelineCommand, type RunParts, type StageDef, type StageName, type StageOutcome } from './stages.js';
 
@@ -94,6 +95,8 @@ export async function runJob(command: string, names: readonly StageName[], ctx: 
   const sctx: RunParts = { config, logger, wh, runId: result.runId, tally: { pages: 0 }, warm: {} };
   try {
     await wh.migrate();
+    // Before anything is recorded: the published copy must not call a killed run succeeded.
+    await settleKeptCopies(wh);
     const run: RunState = { ctx, logger, wh, runLog: new RunLog(wh, ctx.secrets), progress, plan, started, result };
     await run.runLog.start(result.runId, command, config.environment);
     logger.info({ runId: result.runId, command, stages: plan.map((s) => s.name) }, 'run started');

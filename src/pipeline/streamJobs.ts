@@ -9,6 +9,7 @@ import type { Logger } from '../log/logger.js';
 import { readStatus, type StreamStatus } from '../warehouse/readStatus.js';
 import { StreamStore } from '../warehouse/StreamStore.js';
 import { Warehouse } from '../warehouse/Warehouse.js';
+import { settleKeptCopies } from '../warehouse/publishCopy.js';
 
 /**
  * Retire one stream; its rows stay. A stream that has received pages needs `confirmed`
@@ -22,6 +23,7 @@ export async function retireStreamJob(config: Config, streamId: string, confirme
   const wh = await Warehouse.open(config.db, { memoryLimit: config.memoryLimit, logger });
   try {
     await wh.migrate();
+    await settleKeptCopies(wh);
     const { state, already } = await new StreamStore(wh).retire(streamId, confirmed);
     logger.debug(
       { stream: state.streamId, events: state.eventCount, already },
