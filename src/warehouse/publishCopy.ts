@@ -132,25 +132,30 @@ export async function prepareReadOnlyCopy(
         },
         'read-only copy published',
       );
-      return {
-        target,
-        confirm: () => {
-          for (const f of kept) rmSync(f, { force: true });
-        },
-        revert: () => {
-          try {
-            restoreKept(target, keptCopyPath(target, runId));
-          } catch (err) {
-            wh.logger.warn(
-              { err: (err as NodeJS.ErrnoException).code ?? String(err) },
-              'the previous read-only copy could not be put back yet',
-            );
-          }
-        },
-      };
+      return publishedCopy(wh, target, runId, kept);
     },
     discard: () => {
       rmSync(tmp, { force: true });
+    },
+  };
+}
+
+/** The {@link PublishedCopy} of `target`, put in place by run `runId`, which kept `kept` aside. */
+function publishedCopy(wh: Warehouse, target: string, runId: string, kept: readonly string[]): PublishedCopy {
+  return {
+    target,
+    confirm: () => {
+      for (const f of kept) rmSync(f, { force: true });
+    },
+    revert: () => {
+      try {
+        restoreKept(target, keptCopyPath(target, runId));
+      } catch (err) {
+        wh.logger.warn(
+          { err: (err as NodeJS.ErrnoException).code ?? String(err) },
+          'the previous read-only copy could not be put back yet',
+        );
+      }
     },
   };
 }
