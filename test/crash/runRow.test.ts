@@ -10,14 +10,17 @@
  *   `succeeded` row.
  * - SIGKILL at the failpoints of the finish path leaves the row `running`, which the next
  *   command closes as `abandoned`.
+ * - The copy put in place before the live row is recorded: killed there, the next command
+ *   puts the previous copy back (none before: removes it); recording the live row fails
+ *   (failpoint `run.before-succeeded` armed to throw): the previous copy goes back at once.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { spawn } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, statSync } from 'node:fs';
-import { join } from 'node:path';
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import type { MockApi } from '../../packages/mock-api/src/index.js';
 import { readSeries } from '../../src/metrics/metricsFile.js';
-import { publishedCopyPath } from '../../src/warehouse/publishCopy.js';
+import { keptCopyPath, publishedCopyPath } from '../../src/warehouse/publishCopy.js';
 import { CLI, ROOT, runCli, type CliResult } from '../helpers/cli.js';
 import { withReadOnly } from '../helpers/crash.js';
 import { envFor, startSim } from '../helpers/sim.js';
@@ -33,6 +36,11 @@ interface RunRow {
 /** etl.runs of `db`, oldest first. */
 function runs(db: string): Promise<RunRow[]> {
   return withReadOnly(db, (wh) => wh.all<RunRow>('select run_id, command, status, error from etl.runs order by started_at'));
+}
+
+/** Files beside `db` that keep a previous published copy aside (`<copy>.previous.<runId>`, `….none`). */
+function keptFiles(db: string): string[] {
+  return readdirSync(dirname(db)).filter((f) => f.includes('.previous.'));
 }
 
 /**
@@ -104,6 +112,8 @@ describe('the run row is the truth: succeeded only after the copy and the metric
     const inCopy = await runs(publishedCopyPath(db));
     expect(inCopy.at(-1)).toMatchObject({ run_id: live.at(-1)!.run_id, status: 'succeeded' });
     expect(existsSync(`${publishedCopyPath(db)}.wal`)).toBe(false);
+    // The previous copy, kept aside until the live row said succeeded, is gone.
+    expect(keptFiles(db)).toEqual([]);
     const m = readSeries(readFileSync(metrics, 'utf8'));
     expect(m.get('recruit_etl_last_exit_code')).toEqual([{ labels: { command: 'transform' }, value: 0 }]);
     expect(statSync(metrics).mode & 0o777).toBe(0o644);
@@ -200,6 +210,74 @@ describe('the run row is the truth: succeeded only after the copy and the metric
       const after = await runs(db);
       expect(after.find((x) => x.run_id === atKill.run_id)!.status).toBe('abandoned');
       expect(after.at(-1)!.status).toBe('succeeded');
+      expect(keptFiles(db)).toEqual([]);
+    }, 120_000);
+  }
+
+  it('SIGKILL at run.before-succeeded, then a command that publishes nothing: the previous copy is back in place', async () => {
+    const db = fresh('killed-keep');
+    const copy = publishedCopyPath(db);
+    const copyBefore = readFileSync(copy);
+    const killed = await runCli(['transform'], env(db, { RECRUIT_ETL_FAILPOINT: 'run.before-succeeded:1' }));
+    expect(killed.signal, killed.stderr).toBe('SIGKILL');
+    const atKill = (await runs(db)).at(-1)!;
+    expect(atKill).toMatchObject({ command: 'transform', status: 'running' });
+    // At the kill, the copy in place calls the run succeeded; the one before is kept aside.
+    expect((await runs(copy)).at(-1)).toMatchObject({ run_id: atKill.run_id, status: 'succeeded' });
+    expect(keptFiles(db)).toEqual([`${keptCopyPath(copy, atKill.run_id).split('/').pop()}`]);
+    expect(readFileSync(keptCopyPath(copy, atKill.run_id)).equals(copyBefore)).toBe(true);
+    // `export` reads only (it publishes no copy): what readers find is the copy put back.
+    const again = await runCli(['export'], env(db));
+    expect(again.code, again.stderr).toBe(0);
+    expect((await runs(db)).find((x) => x.run_id === atKill.run_id)!.status).toBe('abandoned');
+    expect(readFileSync(copy).equals(copyBefore)).toBe(true);
+    expect((await runs(copy)).map((x) => x.run_id)).not.toContain(atKill.run_id);
+    expect(keptFiles(db)).toEqual([]);
+  }, 120_000);
+
+  it('the live row cannot be recorded succeeded: exit 7, a failed row, the previous copy back in place', async () => {
+    const db = fresh('record-fails');
+    const metrics = join(tmp.dir, 'record-fails', 'recruit_etl.prom');
+    const copy = publishedCopyPath(db);
+    const copyBefore = readFileSync(copy);
+    const r = await runCli(
+      ['transform'],
+      env(db, { RECRUIT_ETL_METRICS_FILE: metrics, RECRUIT_ETL_FAILPOINT: 'run.before-succeeded:1:throw' }),
+    );
+    expect(r.code, r.stderr).toBe(7);
+    expect(r.stderr).toMatch(/failpoint run\.before-succeeded/);
+    const last = (await runs(db)).at(-1)!;
+    expect(last).toMatchObject({ command: 'transform', status: 'failed' });
+    expect(readFileSync(copy).equals(copyBefore)).toBe(true);
+    expect((await runs(copy)).map((x) => x.run_id)).not.toContain(last.run_id);
+    expect(keptFiles(db)).toEqual([]);
+    const m = readSeries(readFileSync(metrics, 'utf8'));
+    expect(m.get('recruit_etl_last_exit_code')).toEqual([{ labels: { command: 'transform' }, value: 7 }]);
+  }, 120_000);
+
+  for (const mode of ['kill', 'throw'] as const) {
+    it(`the first run ever, ${mode === 'kill' ? 'killed' : 'failing to record its live row'} at run.before-succeeded: no copy claims its success`, async () => {
+      const dir = join(tmp.dir, `first-${mode}`);
+      mkdirSync(dir);
+      const db = join(dir, 'warehouse.duckdb');
+      const copy = publishedCopyPath(db);
+      const failpoint = `run.before-succeeded:1${mode === 'throw' ? ':throw' : ''}`;
+      const r = await runCli(['run'], env(db, { RECRUIT_ETL_FAILPOINT: failpoint }));
+      const first = (await runs(db)).at(-1)!;
+      if (mode === 'kill') {
+        expect(r.signal, r.stderr).toBe('SIGKILL');
+        // No copy before: a marker says so, and the copy in place is this run's.
+        expect(keptFiles(db)).toEqual([`${keptCopyPath(copy, first.run_id).split('/').pop()}.none`]);
+        expect((await runs(copy)).at(-1)).toMatchObject({ run_id: first.run_id, status: 'succeeded' });
+        const again = await runCli(['export'], env(db));
+        expect(again.code, again.stderr).toBe(0);
+        expect((await runs(db)).find((x) => x.run_id === first.run_id)!.status).toBe('abandoned');
+      } else {
+        expect(r.code, r.stderr).toBe(7);
+        expect(first.status).toBe('failed');
+      }
+      expect(existsSync(copy)).toBe(false);
+      expect(keptFiles(db)).toEqual([]);
     }, 120_000);
   }
 });
