@@ -9,7 +9,8 @@
  * each kill, the state left must be a prefix of the uninterrupted run (guarantee 1), and
  * one more `run` to completion must end with raw.events equal to the uninterrupted run's
  * row for row, the same cursor, readable exports matching their manifest, no `.tmp`
- * leftovers and a published read-only copy. At every kill the run row agrees with the
+ * leftovers, no previous copy kept aside, and a published read-only copy that calls no run
+ * succeeded which the live etl.runs does not. At every kill the run row agrees with the
  * ending: a killed run's row is `running` (never `succeeded`), an exit 0's is `succeeded`.
  * A last case kills one database ten times in a row before completing it.
  *
@@ -42,6 +43,7 @@ import {
   snapshotDb,
   streamShapeProblems,
   tmpLeftovers,
+  withReadOnly,
   type DbSnapshot,
   type ManifestFile,
   type RawEventRow,
@@ -224,12 +226,22 @@ describe('crash safety: SIGKILL at any instant, then a run to completion (guaran
     }
     const leftovers = [...tmpLeftovers(exportDir).map((f) => `exports/${f}`), ...tmpLeftovers(dir)];
     if (leftovers.length > 0) problems.push(`.tmp leftovers after the completing run: ${leftovers.join(', ')}`);
+    const kept = readdirSync(dir).filter((f) => f.includes('.previous.'));
+    if (kept.length > 0) problems.push(`previous copies kept aside after the completing run: ${kept.join(', ')}`);
     const copy = publishedCopyPath(db);
     if (!existsSync(copy)) problems.push('no published read-only copy');
     else {
       try {
         const n = await rawEventCount(copy);
         if (n !== ref.events.length) problems.push(`published copy holds ${n} raw.events rows, expected ${ref.events.length}`);
+        // The copy never calls a run succeeded that the live file does not.
+        const succeeded = (f: string): Promise<string[]> =>
+          withReadOnly(f, async (wh) =>
+            (await wh.all<{ run_id: string }>("select run_id from etl.runs where status = 'succeeded'")).map((x) => x.run_id),
+          );
+        const live = new Set(await succeeded(db));
+        const claimed = (await succeeded(copy)).filter((id) => !live.has(id));
+        if (claimed.length > 0) problems.push(`the published copy calls runs succeeded that etl.runs does not: ${claimed.join(', ')}`);
       } catch (err) {
         problems.push(`published copy does not open read-only: ${(err as Error).message}`);
       }
@@ -438,6 +450,9 @@ describe('crash safety: SIGKILL at any instant, then a run to completion (guaran
       }
       if (inst.name === 'publish.mid-copy' && tmpLeftovers(dir).length !== 1)
         return `expected the half-written copy as a .tmp beside the db, found ${JSON.stringify(readdirSync(dir))}`;
+      // The first run of the folder, killed before its live row: a marker says there was no copy before it.
+      if (inst.name === 'run.before-succeeded' && readdirSync(dir).filter((f) => /\.previous\.[^.]+\.none$/.test(f)).length !== 1)
+        return `expected one <copy>.previous.<runId>.none marker beside the db, found ${JSON.stringify(readdirSync(dir))}`;
       return undefined;
     });
     expect(done.every((o) => o.died)).toBe(true);
