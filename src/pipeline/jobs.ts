@@ -53,7 +53,8 @@ export async function statusJob(config: Config): Promise<WarehouseStatus> {
 
 /**
  * `recruit-etl streams reset <stream-id>`: start a stream again from the first page
- * (docs/contracts.md "Streams"); the old stream is retired and its rows stay.
+ * (docs/contracts.md "Streams"); the old stream is retired and its rows stay. A published
+ * copy a killed run left in place is settled first (`settleKeptCopies`).
  * @returns the new stream's status line
  * @throws {ConfigError} no such stream, {@link LockError} a run holds the file, {@link WarehouseError}
  */

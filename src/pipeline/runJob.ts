@@ -79,7 +79,8 @@ async function walk(run: RunState, sctx: RunParts): Promise<void> {
 
 /**
  * Run the `names` stages that `command` runs (their conditions checked against the config), in
- * pipeline order, as one recorded run.
+ * pipeline order, as one recorded run. Before the run is recorded, a published copy a killed
+ * run left in place is settled (`settleKeptCopies`, docs/contracts.md "Guarantees", 2).
  *
  * @param command the CLI command name recorded in `etl.runs`
  * @throws {EtlError} the first stage failure (after it is recorded in `etl.runs`)

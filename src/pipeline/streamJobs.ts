@@ -13,7 +13,7 @@ import { settleKeptCopies } from '../warehouse/publishCopy.js';
 
 /**
  * Retire one stream; its rows stay. A stream that has received pages needs `confirmed`
- * (`--yes`).
+ * (`--yes`). A published copy a killed run left in place is settled first (`settleKeptCopies`).
  *
  * @returns the stream's status line, now `retired`
  * @throws {ConfigError} no such stream, or a stream with pages and no `--yes` (exit 2);

@@ -145,7 +145,14 @@ function publishedCopy(wh: Warehouse, target: string, runId: string, kept: reado
   return {
     target,
     confirm: () => {
-      for (const f of kept) rmSync(f, { force: true });
+      try {
+        for (const f of kept) rmSync(f, { force: true });
+      } catch (err) {
+        wh.logger.warn(
+          { err: (err as NodeJS.ErrnoException).code ?? String(err) },
+          'the previous read-only copy kept aside stays until the next command',
+        );
+      }
     },
     revert: () => {
       try {
