@@ -214,26 +214,33 @@ describe('the run row is the truth: succeeded only after the copy and the metric
     }, 120_000);
   }
 
-  it('SIGKILL at run.before-succeeded, then a command that publishes nothing: the previous copy is back in place', async () => {
-    const db = fresh('killed-keep');
-    const copy = publishedCopyPath(db);
-    const copyBefore = readFileSync(copy);
-    const killed = await runCli(['transform'], env(db, { RECRUIT_ETL_FAILPOINT: 'run.before-succeeded:1' }));
-    expect(killed.signal, killed.stderr).toBe('SIGKILL');
-    const atKill = (await runs(db)).at(-1)!;
-    expect(atKill).toMatchObject({ command: 'transform', status: 'running' });
-    // At the kill, the copy in place calls the run succeeded; the one before is kept aside.
-    expect((await runs(copy)).at(-1)).toMatchObject({ run_id: atKill.run_id, status: 'succeeded' });
-    expect(keptFiles(db)).toEqual([`${keptCopyPath(copy, atKill.run_id).split('/').pop()}`]);
-    expect(readFileSync(keptCopyPath(copy, atKill.run_id)).equals(copyBefore)).toBe(true);
-    // `export` reads only (it publishes no copy): what readers find is the copy put back.
-    const again = await runCli(['export'], env(db));
-    expect(again.code, again.stderr).toBe(0);
-    expect((await runs(db)).find((x) => x.run_id === atKill.run_id)!.status).toBe('abandoned');
-    expect(readFileSync(copy).equals(copyBefore)).toBe(true);
-    expect((await runs(copy)).map((x) => x.run_id)).not.toContain(atKill.run_id);
-    expect(keptFiles(db)).toEqual([]);
-  }, 120_000);
+  for (const next of ['export', 'streams retire'] as const) {
+    it(`SIGKILL at run.before-succeeded, then \`${next}\` (which publishes no copy): the previous copy is back in place`, async () => {
+      const db = fresh(`killed-keep-${next.replace(' ', '-')}`);
+      const copy = publishedCopyPath(db);
+      const copyBefore = readFileSync(copy);
+      const killed = await runCli(['transform'], env(db, { RECRUIT_ETL_FAILPOINT: 'run.before-succeeded:1' }));
+      expect(killed.signal, killed.stderr).toBe('SIGKILL');
+      const atKill = (await runs(db)).at(-1)!;
+      expect(atKill).toMatchObject({ command: 'transform', status: 'running' });
+      // At the kill, the copy in place calls the run succeeded; the one before is kept aside.
+      expect((await runs(copy)).at(-1)).toMatchObject({ run_id: atKill.run_id, status: 'succeeded' });
+      expect(keptFiles(db)).toEqual([`${keptCopyPath(copy, atKill.run_id).split('/').pop()}`]);
+      expect(readFileSync(keptCopyPath(copy, atKill.run_id)).equals(copyBefore)).toBe(true);
+      // Neither command publishes a copy: what readers find is the copy put back.
+      const stream = await withReadOnly(
+        db,
+        async (wh) => (await wh.one<{ id: string }>('select stream_id as id from etl.streams limit 1'))!.id,
+      );
+      const again = await runCli(next === 'export' ? ['export'] : ['streams', 'retire', stream, '--yes'], env(db));
+      expect(again.code, again.stderr).toBe(0);
+      // A pipeline command closes the killed run's row; `streams retire` records no run.
+      expect((await runs(db)).find((x) => x.run_id === atKill.run_id)!.status).toBe(next === 'export' ? 'abandoned' : 'running');
+      expect(readFileSync(copy).equals(copyBefore)).toBe(true);
+      expect((await runs(copy)).map((x) => x.run_id)).not.toContain(atKill.run_id);
+      expect(keptFiles(db)).toEqual([]);
+    }, 120_000);
+  }
 
   it('the live row cannot be recorded succeeded: exit 7, a failed row, the previous copy back in place', async () => {
     const db = fresh('record-fails');
