@@ -320,7 +320,7 @@ describe('BatchWriter and RawEventWriter (docs/ingest.md "How a batch is written
     writeFileSync(join(spill, 'duckdb_temp_storage_S32K-0.tmp'), 'x');
     const killed = `${copy}.run-killed.tmp`;
     writeFileSync(killed, 'partial copy');
-    expect((await prepareReadOnlyCopy(wh, 'run-2')).commit()).toBe(copy);
+    expect((await prepareReadOnlyCopy(wh, 'run-2')).commit().target).toBe(copy);
     expect(existsSync(killed)).toBe(false);
     expect(existsSync(join(spill, 'duckdb_temp_storage_S32K-0.tmp'))).toBe(true);
     expect(existsSync(copy)).toBe(true);
