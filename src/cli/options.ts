@@ -54,31 +54,12 @@ export function commandOptions<T>(y: Argv<T>, command: CommandName): Argv<T> {
   return declareOptions(y, optionsFor(command));
 }
 
-/** The simulator's package's flag list (packages/mock-api/src/mockApiFlags.ts): a devDependency. */
-const MOCK_API_FLAGS_MODULE: string = '@recruit-etl/mock-api/flags';
-
 /**
- * The flags of `mock-api` when its package is installed (a clone after npm ci); none in an
- * install without it (the production image), where no command reads their variables.
- *
- * @throws whatever loading the installed package throws, except its absence
+ * Every variable some command of the job reads: one per option of the schema. The same in
+ * every install: `mock-api` (a development package) adds its own while it runs
+ * (src/cli/commands/mockApi.ts).
  */
-async function simulatorFlags(): Promise<ReadonlyArray<{ flag: string; key: string }>> {
-  try {
-    return ((await import(MOCK_API_FLAGS_MODULE)) as { MOCK_API_FLAGS: ReadonlyArray<{ flag: string; key: string }> }).MOCK_API_FLAGS;
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ERR_MODULE_NOT_FOUND' && (err as Error).message.includes('@recruit-etl/mock-api'))
-      return [];
-    throw err;
-  }
-}
-const SIMULATOR_FLAGS = await simulatorFlags();
-
-/** Every variable some command reads: the schema's and, when installed, the simulator's (`mock-api`). */
-export const KNOWN_VARIABLES: ReadonlySet<string> = new Set([
-  ...OPTIONS.map((o) => o.env),
-  ...SIMULATOR_FLAGS.map((f) => `RECRUIT_ETL_${f.flag.slice(2).replaceAll('-', '_').toUpperCase()}`),
-]);
+export const KNOWN_VARIABLES: ReadonlySet<string> = new Set(OPTIONS.map((o) => o.env));
 
 /** Every option key some command takes: what a `--config` file may hold. */
-export const KNOWN_KEYS: ReadonlySet<string> = new Set([...Object.keys(ConfigSchema.shape), ...SIMULATOR_FLAGS.map((f) => f.key)]);
+export const KNOWN_KEYS: ReadonlySet<string> = new Set(Object.keys(ConfigSchema.shape));

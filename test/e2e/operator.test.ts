@@ -60,7 +60,12 @@ describe('options and configuration mistakes', () => {
     expect(r.code).toBe(0);
     const warnings = logLines(r.stdout).filter((l) => Array.isArray(l['variables']));
     expect(warnings).toHaveLength(1);
-    expect(warnings[0]!['variables']).toEqual(['RECRUIT_ETL_PORT_80_TCP_ADDR', 'RECRUIT_ETL_SERVICE_HOST', 'RECRUIT_ETL_SERVICE_PORT']);
+    expect(warnings[0]!['variables']).toEqual([
+      'RECRUIT_ETL_PORT',
+      'RECRUIT_ETL_PORT_80_TCP_ADDR',
+      'RECRUIT_ETL_SERVICE_HOST',
+      'RECRUIT_ETL_SERVICE_PORT',
+    ]);
     expect(r.stdout).not.toContain('10.0.0.7');
   });
 

@@ -21,25 +21,37 @@ export const MOCK_API_PACKAGE: string = '@recruit-etl/mock-api';
 /** The command's name. */
 export const MOCK_API_COMMAND = 'mock-api';
 
-/** What the job uses of the package: its command line (packages/mock-api/src/main.ts). */
+/** What the job uses of the package: its command line and its flags (packages/mock-api/src/main.ts). */
 interface MockApiPackage {
   runMockApiCli(
     argv: readonly string[],
     io: { stdout: Writable; env: NodeJS.ProcessEnv; signal: AbortSignal; logger: (level: string) => Logger; scriptName: string },
   ): Promise<void>;
+  /** The simulator's flags: each is also a variable, `envNameOf(flag)`. */
+  MOCK_API_FLAGS: ReadonlyArray<{ flag: string }>;
+  envNameOf(flag: string): string;
 }
+
+const firstLine = (text: string): string => text.split('\n', 1)[0]!.slice(0, 300);
 
 /**
  * Loads the simulator's package.
  *
- * @throws {ConfigError} the package is not installed (the production image: exit 2)
+ * @throws {ConfigError} the package is not installed (the production image), or installed but
+ *   not built (exit 2)
  */
 async function loadMockApi(): Promise<MockApiPackage> {
   try {
     return (await import(MOCK_API_PACKAGE)) as MockApiPackage;
   } catch (err) {
+    // Only the package itself missing; a file missing inside it (not built) is another error.
     const e = err as NodeJS.ErrnoException;
-    if (e.code !== 'ERR_MODULE_NOT_FOUND' || !e.message.includes(MOCK_API_PACKAGE)) throw err;
+    if (e.code !== 'ERR_MODULE_NOT_FOUND' || !e.message.startsWith(`Cannot find package '${MOCK_API_PACKAGE}'`)) {
+      throw new ConfigError(`mock-api: the simulator (${MOCK_API_PACKAGE}) cannot be loaded: ${firstLine(e.message)}`, {
+        cause: err,
+        hint: 'build it: npm run build (or make build)',
+      });
+    }
     throw new ConfigError(`mock-api: the simulator (${MOCK_API_PACKAGE}) is a development package, not in this install`, {
       hint: 'run it from a clone of the repository after npm ci, as make demo does',
     });
@@ -54,10 +66,11 @@ async function loadMockApi(): Promise<MockApiPackage> {
  * @throws {ConfigError} the package is missing, or a bad option, variable, `--config` file or busy port
  */
 export async function runMockApi(ctx: CliContext, args: readonly string[]): Promise<void> {
-  const { runMockApiCli } = await loadMockApi();
+  const { runMockApiCli, MOCK_API_FLAGS, envNameOf } = await loadMockApi();
+  const known = new Set([...KNOWN_VARIABLES, ...MOCK_API_FLAGS.map((f) => envNameOf(f.flag))]);
   const logger = (level: string): Logger => {
     const l = createLogger({ level: level as Config['logLevel'] });
-    warnUnknownVariables(l, unknownVariables(ctx.env, KNOWN_VARIABLES));
+    warnUnknownVariables(l, unknownVariables(ctx.env, known));
     return l;
   };
   try {
