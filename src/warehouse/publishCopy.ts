@@ -17,6 +17,7 @@
 import { constants, copyFileSync, linkSync, lstatSync, statSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { WarehouseError } from '../errors.js';
+import type { Logger } from '../log/logger.js';
 import { sqlString, type Warehouse } from './Warehouse.js';
 import { failpoint } from '../failpoints.js';
 import { ensureReaderDir, readerModes, setReaderFileMode, type ReaderModes } from '../fs/readerFiles.js';
@@ -115,7 +116,13 @@ export async function prepareReadOnlyCopy(
   return {
     target,
     commit: () => {
-      const kept = keepPrevious(target, runId, fail);
+      let bytes: number;
+      try {
+        bytes = statSync(tmp).size;
+      } catch (err) {
+        throw fail(err);
+      }
+      const kept = keepPrevious(target, runId, wh.logger, fail);
       try {
         renameSync(tmp, target);
       } catch (err) {
@@ -127,7 +134,7 @@ export async function prepareReadOnlyCopy(
           checkpointMs: Math.round(t1 - t0),
           copyMs: Math.round(copyMs),
           changeMs: Math.round(changeMs),
-          bytes: statSync(target).size,
+          bytes,
           cloned,
         },
         'read-only copy published',
@@ -184,19 +191,22 @@ export function keptCopyPath(target: string, runId: string): string {
  * @returns the files written (to remove once the live row is recorded)
  * @throws {WarehouseError} from `fail`: nothing could be kept (nothing is left)
  */
-function keepPrevious(target: string, runId: string, fail: (err: unknown) => WarehouseError): string[] {
+function keepPrevious(target: string, runId: string, logger: Logger, fail: (err: unknown) => WarehouseError): string[] {
   const kept = keptCopyPath(target, runId);
   const st = lstatSync(target, { throwIfNoEntry: false });
   try {
     if (!st) {
-      writeFileSync(`${kept}.none`, '', { mode: 0o600 });
+      writeFileSync(`${kept}.none`, '', { mode: 0o600, flag: 'wx' });
       return [`${kept}.none`];
     }
     if (!st.isFile()) return [];
     try {
       linkSync(target, kept);
     } catch (err) {
-      if (!NO_LINK.has((err as NodeJS.ErrnoException).code ?? '')) throw err;
+      const code = (err as NodeJS.ErrnoException).code ?? '';
+      if (!NO_LINK.has(code)) throw err;
+      // EPERM also where fs.protected_hardlinks refuses a copy another user owns (a run as root).
+      logger.warn({ code }, 'cannot hard-link the previous read-only copy: copying it aside instead (a full copy per run)');
       copyOrClone(target, `${kept}.tmp`);
       renameSync(`${kept}.tmp`, kept);
     }
@@ -328,11 +338,11 @@ const NO_CLONE = new Set(['ENOTSUP', 'EOPNOTSUPP', 'EXDEV', 'EINVAL', 'ENOSYS', 
  */
 export function copyOrClone(from: string, to: string): boolean {
   try {
-    copyFileSync(from, to, constants.COPYFILE_FICLONE_FORCE);
+    copyFileSync(from, to, constants.COPYFILE_FICLONE_FORCE | constants.COPYFILE_EXCL);
     return true;
   } catch (err) {
     if (!NO_CLONE.has((err as NodeJS.ErrnoException).code ?? '')) throw err;
   }
-  copyFileSync(from, to);
+  copyFileSync(from, to, constants.COPYFILE_EXCL);
   return false;
 }

@@ -1,8 +1,20 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { appendFileSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  appendFileSync,
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { Warehouse } from '../../../src/warehouse/Warehouse.js';
+import { WarehouseError } from '../../../src/errors.js';
 import { copyOrClone, keptCopyPath, prepareReadOnlyCopy, publishedCopyPath, settleKeptCopies } from '../../../src/warehouse/publishCopy.js';
 import { tempDir } from '../../helpers/tmp.js';
 
@@ -91,6 +103,26 @@ describe('the previous copy kept aside until the live row is recorded (docs/cont
       second.confirm();
       expect(kept(db)).toEqual([]);
       expect(existsSync(target)).toBe(true);
+    } finally {
+      await wh.close();
+    }
+  });
+
+  it('a symlink planted at a name the publication writes is never written through (the copy, the marker): exit 7, the victim intact', async () => {
+    const { wh, db } = await openWh();
+    try {
+      const target = publishedCopyPath(db);
+      const victim = join(tmp.dir, 'victim.txt');
+      writeFileSync(victim, 'keep me');
+      symlinkSync(victim, `${keptCopyPath(target, 'r1')}.none`);
+      const marker = await prepareReadOnlyCopy(wh, 'r1');
+      expect(() => marker.commit()).toThrow(WarehouseError);
+      expect(existsSync(target)).toBe(false);
+      expect(existsSync(`${keptCopyPath(target, 'r1')}.none`)).toBe(false); // the link removed, not followed
+      symlinkSync(victim, `${target}.r2.tmp`);
+      await expect(prepareReadOnlyCopy(wh, 'r2')).rejects.toThrow(WarehouseError);
+      expect(readFileSync(victim, 'utf8')).toBe('keep me');
+      expect(lstatSync(`${target}.r2.tmp`, { throwIfNoEntry: false })).toBeUndefined(); // the link removed, not followed
     } finally {
       await wh.close();
     }
