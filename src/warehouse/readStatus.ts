@@ -99,7 +99,7 @@ export interface ModelStatus {
   exported: boolean;
   /** The relation exists in schema `main`. */
   built: boolean;
-  /** Rows of a built table; null for a view or a model not built. */
+  /** Rows of a built model (a view's computed at read); null when not built. */
   rows: number | null;
 }
 
@@ -279,21 +279,30 @@ async function readRuns(wh: Warehouse, runs: number): Promise<RunStatusLine[]> {
   }));
 }
 
-/** Which of `models` schema `main` holds; a table's rows from `rows` (the counts just read). */
-async function readModels(wh: Warehouse, models: readonly CatalogModel[], rows: Record<string, number>): Promise<ModelStatus[]> {
+/**
+ * Which of `models` schema `main` holds, and the rows of each (a view's computed now; null
+ * when it cannot be computed, e.g. a view over a table a newer build dropped).
+ */
+async function readModels(wh: Warehouse, models: readonly CatalogModel[]): Promise<ModelStatus[]> {
   const present = new Set(
     (await wh.all<{ name: string }>("select table_name as name from information_schema.tables where table_schema = 'main'")).map(
       (r) => r.name,
     ),
   );
-  return models.map((m) => ({
-    name: m.name,
-    layer: m.layer ?? null,
-    materialized: m.materialized,
-    exported: m.exported,
-    built: present.has(m.name),
-    rows: rows[`main.${m.name}`] ?? null,
-  }));
+  const out: ModelStatus[] = [];
+  for (const m of models) {
+    const built = present.has(m.name);
+    let rows: number | null = null;
+    if (built) {
+      try {
+        rows = Number((await wh.one<{ n: bigint }>(`select count(*) as n from main."${m.name.replaceAll('"', '""')}"`))?.n ?? 0n);
+      } catch {
+        rows = null;
+      }
+    }
+    out.push({ name: m.name, layer: m.layer ?? null, materialized: m.materialized, exported: m.exported, built, rows });
+  }
+  return out;
 }
 
 /**
@@ -317,6 +326,7 @@ export async function readStatus(wh: Warehouse, models: readonly CatalogModel[] 
   };
   const unknown = await wh.unknownMigrations();
   if (unknown.length > 0) status.warning = `${newerWarehouseMessage(wh.path, unknown)}; read-only: every writing command refuses it`;
+  status.models = await readModels(wh, models);
   if (!(await tableExists(wh, 'etl', 'streams'))) return status;
   status.streams = await readStreams(wh);
   const ages = status.streams.filter((s) => s.status === 'active' && s.cursorAgeSeconds !== null).map((s) => s.cursorAgeSeconds!);
@@ -338,7 +348,6 @@ export async function readStatus(wh: Warehouse, models: readonly CatalogModel[] 
     const r = await wh.one<{ n: bigint }>(`select count(*) as n from "${t.table_schema}"."${t.table_name}"`);
     status.rows[`${t.table_schema}.${t.table_name}`] = Number(r?.n ?? 0n);
   }
-  status.models = await readModels(wh, models, status.rows);
   const funnel = await readFunnel(wh);
   if (funnel) status.funnel = funnel;
   return status;
